@@ -1,0 +1,25 @@
+# Thin aliases onto scripts/: CI and humans run the same scripts.
+.PHONY: test check lint e2e bench up down
+
+test:
+	scripts/test
+
+check:
+	scripts/check
+
+lint:
+	scripts/lint
+
+e2e:
+	scripts/e2e
+
+bench:
+	scripts/bench-loop
+	scripts/bench-tools
+	scripts/bench-queue
+
+up:
+	docker compose up -d
+
+down:
+	docker compose down

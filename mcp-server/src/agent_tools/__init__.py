@@ -1,0 +1,1 @@
+"""agent-tools: the MCP tool server of local-agent."""

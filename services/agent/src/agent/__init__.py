@@ -1,0 +1,1 @@
+"""local-agent: the agent API, tool loop, GPU queue and worker."""
