@@ -1,0 +1,76 @@
+"""Renders tool-loop events in the OpenAI Chat Completions shape: one JSON object, or SSE chunks."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from agent.errors import AgentError
+from agent.loop import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, ToolCallEvent, Usage
+
+
+def trace_field(final: FinalEvent) -> dict[str, Any]:
+    """The machine-readable trace beside the `Tools used:` footer (extension field `local_agent`)."""
+    return {"tools_used": final.tools_used, "tool_calls": final.trace, "rounds": final.rounds}
+
+
+def usage_field(usage: Usage) -> dict[str, int]:
+    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens}
+
+
+class OpenAIRenderer:
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        self.created = int(time.time())
+
+    async def complete(self, events: AsyncIterator[LoopEvent]) -> dict[str, Any]:
+        thinking: list[str] = []
+        final: FinalEvent | None = None
+        async for event in events:
+            if isinstance(event, ThinkingEvent):
+                thinking.append(event.text)
+            elif isinstance(event, FinalEvent):
+                final = event
+        if final is None:  # pragma: no cover - the loop always ends with a FinalEvent or raises
+            raise AgentError("the tool loop ended without an answer")
+        message: dict[str, Any] = {"role": "assistant", "content": final.answer}
+        if thinking:
+            message["reasoning_content"] = "".join(thinking)
+        return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
+                "system_fingerprint": "local-agent",
+                "choices": [{"index": 0, "message": message, "logprobs": None,
+                             "finish_reason": final.finish_reason}],
+                "usage": usage_field(final.usage), "local_agent": trace_field(final)}
+
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> str:
+        body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "system_fingerprint": "local-agent",
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}], **extra}
+        return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+    async def stream(self, events: AsyncIterator[LoopEvent], include_usage: bool) -> AsyncIterator[str]:
+        yield self._chunk({"role": "assistant", "content": ""})
+        try:
+            async for event in events:
+                if isinstance(event, TextEvent):
+                    yield self._chunk({"content": event.text})
+                elif isinstance(event, ThinkingEvent):
+                    yield self._chunk({"reasoning_content": event.text})
+                elif isinstance(event, ToolCallEvent):
+                    # An SSE comment: keeps proxies from timing out while the tool runs; clients ignore it.
+                    yield f": calling tool {event.call.name}\n\n"
+                elif isinstance(event, FinalEvent):
+                    yield self._chunk({}, event.finish_reason, local_agent=trace_field(event))
+                    if include_usage:
+                        usage = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                                 "model": self.model, "choices": [], "usage": usage_field(event.usage)}
+                        yield f"data: {json.dumps(usage)}\n\n"
+        except AgentError as exc:
+            yield f"data: {json.dumps(exc.body(), ensure_ascii=False)}\n\n"
+            return
+        yield "data: [DONE]\n\n"

@@ -1,0 +1,143 @@
+"""The agent's HTTP API: OpenAI- and Ollama-compatible chat, model lists, health, readiness and metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from agent import __version__, metrics
+from agent.api_ollama import OllamaRenderer
+from agent.api_openai import OpenAIRenderer
+from agent.errors import AgentError
+from agent.loop import Caller, LoopEvent, ToolLoop
+from agent.messages import normalize
+from agent.model import ModelBackend
+from agent.requests import capture, read_json, resolve_model
+from agent.settings import Settings
+from agent.tools import ToolBox, request_id_var
+
+log = structlog.get_logger("agent.api")
+
+
+def make_backend(settings: Settings) -> ModelBackend:
+    if settings.model_backend == "queue":
+        from agent.queue import QueueBackend  # the GPU queue needs Redis; the direct backend does not
+
+        return QueueBackend(settings)
+    from agent.ollama import OllamaBackend
+
+    return OllamaBackend(settings.ollama_url, settings.round_timeout_seconds, settings.holds_back_think)
+
+
+def error_response(exc: AgentError, ollama_shape: bool = False) -> JSONResponse:
+    headers = {}
+    if exc.retry_after is not None:
+        headers["Retry-After"] = str(max(1, round(exc.retry_after)))
+        headers["x-should-retry"] = "false"  # the openai SDK would otherwise retry a full queue twice
+    body: dict[str, Any] = {"error": exc.message} if ollama_shape else exc.body()
+    return JSONResponse(body, status_code=exc.status, headers=headers)
+
+
+async def _first(events: AsyncIterator[LoopEvent]) -> AsyncIterator[LoopEvent]:
+    """Pull the first event before answering, so failures before any token get their real HTTP status."""
+    first = await anext(events)
+
+    async def chained() -> AsyncIterator[LoopEvent]:
+        yield first
+        async for event in events:
+            yield event
+
+    return chained()
+
+
+async def _until_disconnect(request: Request, work: Awaitable[Any]) -> Any:
+    """Run a non-streaming answer, cancelling it (and its queued round) if the client goes away."""
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        done, _ = await asyncio.wait([task], timeout=0.5)
+        if not done and await request.is_disconnected():
+            task.cancel()
+    return task.result()
+
+
+def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox: ToolBox | None = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.backend = backend or make_backend(settings)
+        app.state.toolbox = toolbox or ToolBox(settings.mcp_url, settings.mcp_secret(),
+                                               settings.tool_timeout_seconds, settings.tools_cache_seconds)
+        app.state.loop = ToolLoop(settings, app.state.backend, app.state.toolbox)
+        log.info("api_started", model=settings.ollama_model, backend=settings.model_backend)
+        yield
+        await app.state.toolbox.aclose()
+        await app.state.backend.aclose()
+
+    app = FastAPI(title="local-agent", version=__version__, lifespan=lifespan)
+    app.state.settings = settings
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        rid = request.headers.get("x-request-id") or uuid.uuid4().hex
+        structlog.contextvars.bind_contextvars(request_id=rid)
+        request_id_var.set(rid)
+        started = time.monotonic()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        endpoint = getattr(route, "path", "unmatched")
+        metrics.REQUEST_DURATION.labels(endpoint, str(response.status_code)).observe(time.monotonic() - started)
+        response.headers["X-Request-ID"] = rid
+        structlog.contextvars.unbind_contextvars("request_id")
+        return response
+
+    @app.exception_handler(AgentError)
+    async def agent_error(request: Request, exc: AgentError) -> JSONResponse:
+        log.warning("request_failed", status=exc.status, error=type(exc).__name__, message=exc.message)
+        return error_response(exc, ollama_shape=request.url.path.startswith("/api/"))
+
+    def start_loop(request: Request, data: dict[str, Any]) -> tuple[str, AsyncIterator[LoopEvent]]:
+        capture(settings.debug_capture_file, data)
+        model = resolve_model(data, settings)
+        conversation = normalize(data.get("messages"), settings.keep_client_system)
+        if len(conversation) > settings.max_messages:
+            raise AgentError(f"too many messages ({len(conversation)} > {settings.max_messages})")
+        loop: ToolLoop = request.app.state.loop
+        return model, loop.run(conversation, model, Caller(), request_id_var.get())
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        data = await read_json(request, settings.max_body_bytes)
+        model, events = start_loop(request, data)
+        renderer = OpenAIRenderer(model)
+        if not data.get("stream"):
+            return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
+        include_usage = bool((data.get("stream_options") or {}).get("include_usage"))
+        stream = renderer.stream(await _first(events), include_usage)
+        return StreamingResponse(stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    @app.post("/api/chat")
+    async def ollama_chat(request: Request) -> Response:
+        data = await read_json(request, settings.max_body_bytes)
+        model, events = start_loop(request, data)
+        renderer = OllamaRenderer(model)
+        if data.get("stream", True) is False:
+            return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
+        return StreamingResponse(renderer.stream(await _first(events)), media_type="application/x-ndjson")
+
+    from agent.routes_info import add_info_routes
+
+    add_info_routes(app, settings)
+
+    @app.get("/metrics")
+    async def prometheus_metrics() -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    return app

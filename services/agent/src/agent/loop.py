@@ -1,0 +1,232 @@
+"""The tool loop: one engine that turns a conversation into events; both HTTP flavours only render them.
+
+The model decides (is a tool needed, which one); this code manages everything else: which tools the caller
+may see, validation, execution limits, duplicates, failures, truncation, the round limit and the trace.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import structlog
+
+from agent import metrics
+from agent.model import (
+    Message,
+    ModelBackend,
+    RoundDone,
+    RoundRequest,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallsDelta,
+)
+from agent.prompt import SYSTEM_PROMPT, tool_result_message
+from agent.settings import Settings
+from agent.tools import ToolBox, ToolSpec
+
+log = structlog.get_logger("agent.loop")
+
+Outcome = Literal["ok", "error", "timeout", "unknown_tool", "forbidden", "invalid_arguments", "duplicate",
+                  "failed_before"]
+EXECUTED: frozenset[str] = frozenset({"ok", "error", "timeout"})
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asks: the tool list is built from `may_use` before the model sees anything."""
+
+    user: str = "anonymous"
+    role: str = "admin"
+    may_use: Callable[[str], bool] = field(default=lambda name: True)
+
+
+@dataclass(frozen=True)
+class TextEvent:
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingEvent:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    call: ToolCall
+    round: int
+
+
+@dataclass(frozen=True)
+class ToolResultEvent:
+    call: ToolCall
+    outcome: Outcome
+    content: str
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class FinalEvent:
+    answer: str  # the whole answer text, footer included, exactly what was streamed
+    finish_reason: str
+    usage: Usage
+    rounds: int
+    trace: list[dict[str, Any]]
+
+    @property
+    def tools_used(self) -> list[str]:
+        return list(dict.fromkeys(t["name"] for t in self.trace if t["outcome"] in EXECUTED))
+
+
+LoopEvent = TextEvent | ThinkingEvent | ToolCallEvent | ToolResultEvent | FinalEvent
+
+
+def footer(tools_used: list[str]) -> str:
+    return f"\n\n---\nTools used: {', '.join(tools_used)}" if tools_used else ""
+
+
+def _key(call: ToolCall) -> str:
+    return call.name + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
+
+
+class ToolLoop:
+    """Runs one request: rounds against the model backend, tool calls against the MCP server."""
+
+    def __init__(self, settings: Settings, backend: ModelBackend, toolbox: ToolBox) -> None:
+        self.settings, self.backend, self.toolbox = settings, backend, toolbox
+
+    async def run(self, conversation: list[Message], model: str, caller: Caller,
+                  request_id: str = "") -> AsyncIterator[LoopEvent]:
+        specs = {s.name: s for s in await self.toolbox.list_tools() if caller.may_use(s.name)}
+        state = _State([{"role": "system", "content": SYSTEM_PROMPT}, *conversation])
+        max_rounds = self.settings.max_tool_rounds
+        rnd = 0
+        while True:
+            rnd += 1
+            final = rnd > max_rounds or state.force_final
+            offered = None if final else [s.ollama() for n, s in specs.items() if n not in state.failed] or None
+            calls: list[ToolCall] = []
+            async for event in self._round(state, model, offered, request_id, rnd):
+                if isinstance(event, ToolCallsDelta):
+                    calls.extend(event.calls)
+                else:
+                    yield event
+            if final or not calls:
+                break
+            state.messages.append({"role": "assistant", "content": state.round_text,
+                                   "tool_calls": [{"id": c.id, "function": {"index": i, "name": c.name,
+                                                                            "arguments": c.arguments}}
+                                                  for i, c in enumerate(calls)]})
+            for call in calls:
+                yield ToolCallEvent(call, rnd)
+                outcome, content = await self._execute(call, specs, caller, state)
+                state.trace.append({"name": call.name, "arguments": call.arguments, "outcome": outcome,
+                                    "round": rnd, "result_chars": len(content)})
+                state.messages.append({"role": "tool", "tool_name": call.name,
+                                       "content": tool_result_message(call.name, content,
+                                                                      self.settings.tool_result_max_chars)})
+                yield ToolResultEvent(call, outcome, content)
+        metrics.ROUNDS_PER_REQUEST.observe(rnd)
+        tail = footer(list(dict.fromkeys(t["name"] for t in state.trace if t["outcome"] in EXECUTED)))
+        if tail:
+            state.answer += tail
+            yield TextEvent(tail)
+        yield FinalEvent(state.answer, state.finish_reason, state.usage, rnd, state.trace)
+
+    async def _round(self, state: _State, model: str, tools: list[dict[str, Any]] | None, request_id: str,
+                     rnd: int) -> AsyncIterator[TextEvent | ThinkingEvent | ToolCallsDelta]:
+        request = RoundRequest(model=model, messages=list(state.messages), tools=tools,
+                               options=self.settings.round_options(), think=self.settings.think_value(),
+                               request_id=request_id, round=rnd)
+        started, first = time.monotonic(), True
+        state.round_text = ""
+        async for event in self.backend.stream_round(request):
+            if first and not isinstance(event, RoundDone):
+                metrics.TIME_TO_FIRST_TOKEN.observe(time.monotonic() - started)
+                first = False
+            if isinstance(event, TextDelta):
+                if not state.round_text and state.answer:
+                    state.answer += "\n\n"
+                    yield TextEvent("\n\n")
+                state.round_text += event.text
+                state.answer += event.text
+                yield TextEvent(event.text)
+            elif isinstance(event, ThinkingDelta):
+                yield ThinkingEvent(event.text)
+            elif isinstance(event, ToolCallsDelta):
+                yield event
+            elif isinstance(event, RoundDone):
+                state.usage.prompt_tokens += event.prompt_tokens
+                state.usage.completion_tokens += event.completion_tokens
+                state.finish_reason = "length" if event.done_reason == "length" else "stop"
+                metrics.LLM_TOKENS.labels(model, "prompt").inc(event.prompt_tokens)
+                metrics.LLM_TOKENS.labels(model, "completion").inc(event.completion_tokens)
+        metrics.ROUND_DURATION.labels(model, str(rnd)).observe(time.monotonic() - started)
+
+    async def _execute(self, call: ToolCall, specs: dict[str, ToolSpec], caller: Caller,
+                       state: _State) -> tuple[Outcome, str]:
+        """Decide whether a call may run, run it, and say what the model should read back."""
+        spec = specs.get(call.name)
+        outcome: Outcome
+        if spec is None:
+            known = [s.name for s in await self.toolbox.list_tools()]
+            outcome = "forbidden" if call.name in known else "unknown_tool"
+            label = call.name if call.name in known else metrics.UNKNOWN_TOOL_LABEL
+            metrics.TOOL_CALLS.labels(label, outcome).inc()
+            log.warning("tool_refused", tool=label, outcome=outcome, role=caller.role)
+            names = ", ".join(sorted(specs)) or "none"
+            return outcome, f"Error: there is no tool named {call.name!r} available to you. Available tools: {names}."
+        if call.name in state.failed:
+            outcome, content = "failed_before", (f"Error: {call.name} already failed in this conversation; do not "
+                                                 "call it again. Explain the earlier error to the user.")
+        elif _key(call) in state.seen:
+            state.force_final = True
+            outcome, content = "duplicate", ("This exact call was already made; its result is above. "
+                                             "Answer the user now from the results you have.")
+        elif (problem := spec.validation_error(call.arguments)) is not None:
+            outcome, content = "invalid_arguments", f"Error: invalid arguments for {call.name}: {problem}"
+        else:
+            return await self._run_tool(call, state)
+        metrics.TOOL_CALLS.labels(call.name, outcome).inc()
+        return outcome, content
+
+    async def _run_tool(self, call: ToolCall, state: _State) -> tuple[Outcome, str]:
+        state.seen.add(_key(call))
+        started = time.monotonic()
+        result = await self.toolbox.call(call.name, call.arguments)
+        elapsed = time.monotonic() - started
+        metrics.TOOL_DURATION.labels(call.name).observe(elapsed)
+        outcome: Outcome = "ok"
+        if result.is_error:
+            outcome = "timeout" if "did not answer within" in result.text else "error"
+            state.failed.add(call.name)
+        metrics.TOOL_CALLS.labels(call.name, outcome).inc()
+        log.info("tool_called", tool=call.name, outcome=outcome, duration_s=round(elapsed, 4),
+                 result_chars=len(result.text))
+        return outcome, result.text
+
+
+@dataclass
+class _State:
+    messages: list[Message]
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    usage: Usage = field(default_factory=Usage)
+    answer: str = ""
+    round_text: str = ""
+    finish_reason: str = "stop"
+    force_final: bool = False

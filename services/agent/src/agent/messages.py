@@ -1,0 +1,121 @@
+"""Client conversations (OpenAI or Ollama flavour) normalized into the Ollama message shape the loop uses.
+
+Rules (DESIGN §4): client system/developer messages are dropped unless KEEP_CLIENT_SYSTEM (then kept, after
+ours); IDE wrappers such as <userRequest>…</userRequest> are unwrapped; content-part arrays are flattened to
+text; OpenAI tool_call_id / JSON-string arguments become Ollama tool_name / object arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agent.errors import BadRequest
+from agent.model import Message
+
+ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
+WRAPPERS = re.compile(r"^\s*<(userRequest|user_request|user_query|userQuery|prompt)>\s*(.*?)\s*</\1>\s*$",
+                      re.DOTALL | re.IGNORECASE)
+
+
+def flatten(content: Any, where: str) -> str:
+    """A string, null, or an array of content parts (text kept, images and files refused clearly)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and part.get("type") in ("text", "input_text", "refusal"):
+                texts.append(str(part.get("text", part.get("refusal", ""))))
+            elif isinstance(part, dict):
+                raise BadRequest(f"{where}: content part of type {part.get('type')!r} is not supported; "
+                                 "this agent accepts text only", param=where)
+            else:
+                raise BadRequest(f"{where}: content parts must be objects", param=where)
+        return "\n".join(t for t in texts if t)
+    raise BadRequest(f"{where}: content must be a string or an array of parts", param=where)
+
+
+def unwrap(text: str) -> str:
+    match = WRAPPERS.match(text)
+    return match.group(2) if match else text
+
+
+def _arguments(raw: Any, where: str) -> dict[str, Any]:
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except ValueError as exc:
+            raise BadRequest(f"{where}: tool call arguments are not valid JSON", param=where) from exc
+        if isinstance(parsed, dict):
+            return parsed
+    raise BadRequest(f"{where}: tool call arguments must be a JSON object", param=where)
+
+
+def _tool_calls(raw: Any, where: str) -> list[dict[str, Any]]:
+    if not isinstance(raw, list):
+        raise BadRequest(f"{where}.tool_calls must be an array", param=where)
+    calls = []
+    for i, call in enumerate(raw):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not fn.get("name"):
+            raise BadRequest(f"{where}.tool_calls[{i}] needs function.name", param=where)
+        entry: dict[str, Any] = {"function": {"index": i, "name": fn["name"],
+                                              "arguments": _arguments(fn.get("arguments"), where)}}
+        if call.get("id"):
+            entry["id"] = call["id"]
+        calls.append(entry)
+    return calls
+
+
+def normalize(raw_messages: Any, keep_client_system: bool) -> list[Message]:
+    """Validate and convert a client's `messages` array; the result holds no system message of ours yet."""
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise BadRequest("`messages` must be a non-empty array", param="messages")
+    out: list[Message] = []
+    names_by_id: dict[str, str] = {}
+    for i, msg in enumerate(raw_messages):
+        where = f"messages[{i}]"
+        if not isinstance(msg, dict):
+            raise BadRequest(f"{where} must be an object", param=where)
+        role = str(msg.get("role", "")).lower()
+        if role not in ROLES:
+            raise BadRequest(f"{where}.role {msg.get('role')!r} is not one of system, developer, user, "
+                             "assistant, tool", param=where)
+        text = flatten(msg.get("content"), where)
+        if role in ("system", "developer"):
+            if keep_client_system and text.strip():
+                out.append({"role": "system", "content": text})
+            continue
+        if role == "user":
+            out.append({"role": "user", "content": unwrap(text)})
+        elif role == "assistant":
+            entry: Message = {"role": "assistant", "content": text}
+            if msg.get("tool_calls"):
+                entry["tool_calls"] = _tool_calls(msg["tool_calls"], where)
+                for call in entry["tool_calls"]:
+                    if "id" in call:
+                        names_by_id[call["id"]] = call["function"]["name"]
+            out.append(entry)
+        else:  # tool / function results
+            name = msg.get("tool_name") or msg.get("name") or names_by_id.get(str(msg.get("tool_call_id", "")))
+            entry = {"role": "tool", "content": text}
+            if name:
+                entry["tool_name"] = name
+            out.append(entry)
+    if not any(m["role"] == "user" for m in out):
+        raise BadRequest("the conversation has no user message", param="messages")
+    return out
+
+
+def last_user_text(messages: list[Message]) -> str:
+    return next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")

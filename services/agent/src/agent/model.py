@@ -1,0 +1,120 @@
+"""The one interface to the model: a round goes in, a stream of deltas, tool calls and usage comes out.
+
+Both the direct Ollama backend (agent.ollama) and the GPU queue backend (agent.queue) implement
+ModelBackend; the tool loop only knows this module. Everything here is JSON-able so a round and its
+events can cross Redis unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+Message = dict[str, Any]  # Ollama's message shape: role, content, thinking?, tool_calls?, tool_name?
+
+
+@dataclass(frozen=True)
+class RoundRequest:
+    model: str
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None
+    options: dict[str, Any]
+    think: bool | str | None = None
+    request_id: str = ""
+    round: int = 1  # 1-based; rounds > 1 belong to conversations already under way
+
+    def ollama_body(self) -> dict[str, Any]:
+        """The /api/chat body for this round (always streaming; `think` only when set)."""
+        body: dict[str, Any] = {"model": self.model, "messages": self.messages, "stream": True,
+                                "options": self.options}
+        if self.tools:
+            body["tools"] = self.tools
+        if self.think is not None:
+            body["think"] = self.think
+        return body
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RoundRequest:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    text: str
+    kind: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True)
+class ToolCallsDelta:
+    calls: list[ToolCall]
+    kind: Literal["tool_calls"] = "tool_calls"
+
+
+@dataclass(frozen=True)
+class RoundDone:
+    done_reason: str = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_duration_s: float = 0.0
+    eval_duration_s: float = 0.0
+    time_to_first_token_s: float | None = None
+    queue_wait_s: float | None = None
+    kind: Literal["done"] = "done"
+
+
+RoundEvent = TextDelta | ThinkingDelta | ToolCallsDelta | RoundDone
+
+
+def event_to_dict(event: RoundEvent) -> dict[str, Any]:
+    return asdict(event)
+
+
+def event_from_dict(data: dict[str, Any]) -> RoundEvent:
+    kind = data.get("kind")
+    payload = {k: v for k, v in data.items() if k != "kind"}
+    if kind == "text":
+        return TextDelta(**payload)
+    if kind == "thinking":
+        return ThinkingDelta(**payload)
+    if kind == "tool_calls":
+        return ToolCallsDelta([ToolCall(**c) for c in payload["calls"]])
+    if kind == "done":
+        return RoundDone(**payload)
+    raise ValueError(f"unknown round event kind {kind!r}")
+
+
+@dataclass
+class ModelStatus:
+    """What /readyz and error messages say about the model runtime."""
+
+    reachable: bool
+    models: list[str] = field(default_factory=list)
+    version: str | None = None
+    detail: str = ""
+
+
+class ModelBackend(Protocol):
+    def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
+        """Run one round; raise an AgentError subclass (DependencyDown, ModelNotFound, …) on failure."""
+        ...
+
+    async def status(self) -> ModelStatus: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,142 @@
+"""Ollama's native /api/chat as a ModelBackend: streams NDJSON into round events, maps errors.
+
+Used directly by the API (MODEL_BACKEND=direct) and by the GPU worker, which relays the same events
+through Redis (agent.queue).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError, UpstreamTimeout
+from agent.model import (
+    ModelStatus,
+    RoundDone,
+    RoundEvent,
+    RoundRequest,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallsDelta,
+)
+from agent.thinking import ThinkFilter
+
+NS = 1e9
+
+
+def pull_hint(model: str) -> str:
+    return f"run `docker compose exec ollama ollama pull {model}` (or `ollama pull {model}` on the Ollama host)"
+
+
+def _error_for(status: int, text: str, request: RoundRequest, url: str) -> AgentError:
+    try:
+        message = str(json.loads(text).get("error", text))
+    except (ValueError, AttributeError):
+        message = text
+    if status == 404:
+        return ModelNotFound(f"Model '{request.model}' is not available in Ollama at {url}: {message}. "
+                             f"To fix: {pull_hint(request.model)}.", param="model")
+    if status == 400:
+        return BadRequest(f"Ollama refused the request: {message}")
+    if status == 503:
+        return DependencyDown(f"Ollama at {url} is overloaded: {message}", retry_after=5)
+    return UpstreamError(f"Ollama at {url} failed with HTTP {status}: {message}")
+
+
+def _tool_calls(raw: list[dict[str, Any]]) -> list[ToolCall]:
+    calls = []
+    for item in raw:
+        fn = item.get("function") or {}
+        args = fn.get("arguments") or {}
+        if isinstance(args, str):  # some versions/models send a JSON string
+            try:
+                args = json.loads(args)
+            except ValueError:
+                args = {"_raw": args}
+        calls.append(ToolCall(id=item.get("id") or f"call_{uuid.uuid4().hex[:8]}",
+                              name=str(fn.get("name", "")), arguments=args if isinstance(args, dict) else {}))
+    return calls
+
+
+async def stream_chat(http: httpx.AsyncClient, url: str, request: RoundRequest,
+                      holdback: bool) -> AsyncIterator[RoundEvent]:
+    """Stream one /api/chat round as events; thinking is split off content on the way."""
+    started = time.monotonic()
+    first_token: float | None = None
+    think = ThinkFilter(holdback)
+    try:
+        async with http.stream("POST", f"{url}/api/chat", json=request.ollama_body()) as resp:
+            if resp.status_code != 200:
+                raise _error_for(resp.status_code, (await resp.aread()).decode(errors="replace"), request, url)
+            async for line in resp.aiter_lines():
+                if not line.strip():
+                    continue
+                chunk = json.loads(line)
+                if "error" in chunk:
+                    raise UpstreamError(f"Ollama failed mid-answer: {chunk['error']}")
+                msg = chunk.get("message") or {}
+                if first_token is None and (msg.get("content") or msg.get("thinking") or msg.get("tool_calls")):
+                    first_token = time.monotonic() - started
+                if msg.get("thinking"):
+                    yield ThinkingDelta(msg["thinking"])
+                if msg.get("content"):
+                    thinking, answer = think.feed(msg["content"])
+                    if thinking:
+                        yield ThinkingDelta(thinking)
+                    if answer:
+                        yield TextDelta(answer)
+                if msg.get("tool_calls"):
+                    yield ToolCallsDelta(_tool_calls(msg["tool_calls"]))
+                if chunk.get("done"):
+                    thinking, answer = think.finish()
+                    if thinking:
+                        yield ThinkingDelta(thinking)
+                    if answer:
+                        yield TextDelta(answer)
+                    yield RoundDone(done_reason=chunk.get("done_reason") or "stop",
+                                    prompt_tokens=int(chunk.get("prompt_eval_count") or 0),
+                                    completion_tokens=int(chunk.get("eval_count") or 0),
+                                    total_duration_s=(chunk.get("total_duration") or 0) / NS,
+                                    eval_duration_s=(chunk.get("eval_duration") or 0) / NS,
+                                    time_to_first_token_s=first_token)
+                    return
+        raise UpstreamError("Ollama closed the stream before the answer was complete")
+    except httpx.TimeoutException as exc:
+        raise UpstreamTimeout(f"Ollama at {url} did not answer in time ({type(exc).__name__})") from exc
+    except httpx.TransportError as exc:
+        raise DependencyDown(f"Ollama is unreachable at {url} ({type(exc).__name__}). Check that the `ollama` "
+                             f"service is running and OLLAMA_URL is right.") from exc
+
+
+async def ollama_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
+    try:
+        tags = (await http.get(f"{url}/api/tags", timeout=3.0)).json()
+        version = (await http.get(f"{url}/api/version", timeout=3.0)).json().get("version")
+    except (httpx.HTTPError, ValueError) as exc:
+        return ModelStatus(False, detail=f"Ollama unreachable at {url}: {type(exc).__name__}")
+    return ModelStatus(True, [m.get("name", "") for m in tags.get("models", [])], version)
+
+
+class OllamaBackend:
+    """Calls Ollama from this process (no queue): the agent core's first backend and the worker's engine."""
+
+    def __init__(self, url: str, timeout: float, holdback: Any = None) -> None:
+        self.url = url.rstrip("/")
+        self.http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=5.0))
+        self._holdback = holdback or (lambda model: False)
+
+    async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
+        async for event in stream_chat(self.http, self.url, request, self._holdback(request.model)):
+            yield event
+
+    async def status(self) -> ModelStatus:
+        return await ollama_status(self.http, self.url)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()

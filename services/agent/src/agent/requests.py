@@ -1,0 +1,55 @@
+"""Reading and checking request bodies: size limit, JSON, model name (clear 4xx, never a 500)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+
+from agent.errors import BadRequest, ModelNotFound, PayloadTooLarge
+from agent.settings import Settings
+
+
+async def read_json(request: Request, limit: int) -> dict[str, Any]:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"request body is {declared} bytes; the limit is {limit} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
+    if not body:
+        raise BadRequest("request body is empty; send a JSON object")
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"request body is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise BadRequest("request body must be a JSON object")
+    return data
+
+
+def resolve_model(data: dict[str, Any], settings: Settings) -> str:
+    """The served model a request names; `name` without a tag matches `name:latest`."""
+    name = data.get("model")
+    if not isinstance(name, str) or not name.strip():
+        raise BadRequest("`model` is required", param="model")
+    served = settings.served_models()
+    for candidate in (name, f"{name}:latest"):
+        if candidate in served:
+            return candidate
+    raise ModelNotFound(f"The model `{name}` does not exist or is not served by this agent. "
+                        f"Served models: {', '.join(served)}.", param="model")
+
+
+def capture(path: Path | None, data: dict[str, Any]) -> None:
+    """Opt-in debug capture of the last raw request (it holds personal data: owner-only permissions)."""
+    if path is None:
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, ensure_ascii=False, indent=2)

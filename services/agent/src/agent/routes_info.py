@@ -1,0 +1,59 @@
+"""The API's informational routes: model lists (OpenAI and Ollama flavours), version, health, readiness."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from agent import __version__
+from agent.model import ModelStatus
+from agent.ollama import pull_hint
+from agent.settings import Settings
+
+
+def add_info_routes(app: FastAPI, settings: Settings) -> None:
+    started = int(time.time())
+
+    @app.get("/v1/models")
+    async def openai_models() -> dict[str, Any]:
+        data = [{"id": m, "object": "model", "created": started, "owned_by": "local-agent"}
+                for m in settings.served_models()]
+        return {"object": "list", "data": data}
+
+    @app.get("/api/tags")
+    async def ollama_tags(request: Request) -> dict[str, Any]:
+        status: ModelStatus = await request.app.state.backend.status()
+        models = []
+        for name in settings.served_models():
+            models.append({"name": name, "model": name, "modified_at": "1970-01-01T00:00:00Z", "size": 0,
+                           "digest": "", "details": {"format": "gguf", "family": name.split(":")[0],
+                                                     "parameter_size": "", "quantization_level": "",
+                                                     "available": name in status.models}})
+        return {"models": models}
+
+    @app.get("/api/version")
+    async def ollama_version() -> dict[str, str]:
+        return {"version": __version__}
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz(request: Request) -> JSONResponse:
+        status: ModelStatus = await request.app.state.backend.status()
+        missing = [m for m in settings.served_models() if m not in status.models]
+        model_check: dict[str, Any] = {"ok": status.reachable and not missing, "version": status.version,
+                                       "served": settings.served_models(), "missing": missing,
+                                       "detail": status.detail}
+        if status.reachable and missing:
+            model_check["fix"] = "; ".join(pull_hint(m) for m in missing)
+        mcp_ok = await request.app.state.toolbox.ping()
+        checks = {"model": model_check,
+                  "mcp_server": {"ok": mcp_ok, "url": settings.mcp_url}}
+        ready = all(c["ok"] for c in checks.values())
+        return JSONResponse({"status": "ready" if ready else "degraded", "checks": checks},
+                            status_code=200 if ready else 503)

@@ -1,0 +1,91 @@
+"""The agent's configuration: one Settings object read from the environment, reached through get_settings()."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every setting has a default that works on one machine with services on loopback; compose overrides."""
+
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+
+    agent_host: str = "127.0.0.1"
+    agent_port: int = 8000
+    ollama_url: str = "http://127.0.0.1:11434"
+    ollama_model: str = "qwen3:4b"
+    # Other Ollama models the agent also serves by name (comma separated), e.g. "qwen2.5:3b".
+    extra_models: str = ""
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    mcp_url: str = "http://127.0.0.1:8001/mcp"
+    mcp_token: SecretStr | None = None
+    mcp_token_file: Path | None = None
+
+    max_tool_rounds: int = Field(default=5, ge=0, le=20)
+    keep_client_system: bool = False
+    temperature: float = 0.0
+    # Context window sent on every round (and by the worker's warm-up): a different num_ctx reloads the model.
+    num_ctx: int = 8192
+    # "unset" sends no `think` field (Ollama's default: on for thinking models); "true"/"false" or a level otherwise.
+    think: str = "unset"
+    # Model name prefixes whose content may carry reasoning before a stray </think>: their text is held back
+    # until the tag or the end of the round, so reasoning never streams as answer text.
+    think_holdback_models: str = "qwen3,deepseek-r1,qwq"
+
+    tool_timeout_seconds: float = 20.0
+    tool_result_max_chars: int = 8000
+    tools_cache_seconds: float = 60.0
+    round_timeout_seconds: float = 120.0
+    max_body_bytes: int = 1_000_000
+    max_messages: int = 200
+
+    # GPU queue (agent.queue): "direct" calls Ollama from the API process, "queue" routes rounds through RQ.
+    model_backend: Literal["direct", "queue"] = "queue"
+    max_queue_depth: int = 32
+    queue_timeout_seconds: float = 300.0
+    worker_metrics_port: int = 9101
+    gpu_id: str = "gpu0"
+
+    agent_auth: Literal["api_key", "trusted_header", "none"] = "none"
+    anonymous_role: str = "admin"
+
+    debug_capture_file: Path | None = None
+    log_level: str = "INFO"
+
+    def mcp_secret(self) -> str | None:
+        """The bearer token for the MCP server: MCP_TOKEN, else the contents of MCP_TOKEN_FILE."""
+        if self.mcp_token is not None:
+            return self.mcp_token.get_secret_value()
+        if self.mcp_token_file is not None and self.mcp_token_file.is_file():
+            return self.mcp_token_file.read_text().strip() or None
+        return None
+
+    def round_options(self) -> dict[str, object]:
+        """Ollama `options` for every round and for the worker's warm-up: identical, or the model reloads."""
+        return {"temperature": self.temperature, "num_ctx": self.num_ctx}
+
+    def served_models(self) -> list[str]:
+        extras = [m.strip() for m in self.extra_models.split(",") if m.strip()]
+        return [self.ollama_model, *[m for m in extras if m != self.ollama_model]]
+
+    def think_value(self) -> bool | str | None:
+        value = self.think.strip().lower()
+        if value in ("", "unset", "none"):
+            return None
+        if value in ("true", "false"):
+            return value == "true"
+        return value
+
+    def holds_back_think(self, model: str) -> bool:
+        prefixes = [p.strip() for p in self.think_holdback_models.split(",") if p.strip()]
+        return any(model.startswith(p) for p in prefixes)
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,79 @@
+"""Keeps a reasoning model's thinking out of the answer text.
+
+Ollama normally returns reasoning in `message.thinking`. Some model/version pairs put it into `content`
+instead: `<think>…</think>answer`, or with the opening tag swallowed, `…reasoning…</think>answer`. The rule
+(DESIGN §4): in content, only what follows the last `</think>` is the answer.
+"""
+
+from __future__ import annotations
+
+OPEN, CLOSE = "<think>", "</think>"
+
+
+def split_thinking(content: str) -> tuple[str, str]:
+    """Split finished content into (thinking, answer) by the last closing tag."""
+    head, sep, tail = content.rpartition(CLOSE)
+    if not sep:
+        return "", content
+    thinking = head.replace(OPEN, "").strip()
+    return thinking, tail.lstrip()
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    """Length of the longest suffix of `text` that is a proper prefix of `tag` (a tag split across chunks)."""
+    for n in range(min(len(tag) - 1, len(text)), 0, -1):
+        if text.endswith(tag[:n]):
+            return n
+    return 0
+
+
+class ThinkFilter:
+    """Streaming splitter: feed content chunks, get (thinking, answer) pieces safe to forward now.
+
+    `holdback=True` (models known to leak reasoning into content) keeps all content back until a `</think>`
+    shows or the round ends, so no reasoning is ever streamed as answer. Otherwise content streams at once
+    unless it opens with `<think>`. A later `</think>` after answer text has streamed turns everything before
+    it into thinking for `finish()` (the non-streaming answer and the recorded text stay exact).
+    """
+
+    def __init__(self, holdback: bool) -> None:
+        self.holdback = holdback
+        self.raw = ""
+        self.emitted = 0  # chars of raw already forwarded as answer
+        self.in_think = False
+        self.closed_once = False
+        self.answered = False  # some answer text has been forwarded
+
+    def feed(self, chunk: str) -> tuple[str, str]:
+        self.raw += chunk
+        thinking = ""
+        if not self.closed_once and self.emitted == 0 and self.raw.lstrip().startswith(OPEN):
+            self.in_think = True
+        if CLOSE in self.raw[self.emitted:]:
+            head, _, _ = self.raw.rpartition(CLOSE)
+            thinking = head[self.emitted:].replace(OPEN, "")
+            self.emitted = len(head) + len(CLOSE)
+            self.in_think, self.closed_once = False, True
+        if self.closed_once:  # the answer after </think> starts at its first visible character
+            while self.emitted < len(self.raw) and self.raw[self.emitted] in " \n\r\t" and not self.answered:
+                self.emitted += 1
+        if self.in_think or (self.holdback and not self.closed_once):
+            return thinking, ""
+        safe_end = len(self.raw) - _partial_suffix(self.raw, CLOSE)
+        answer = self.raw[self.emitted:safe_end]
+        self.emitted = max(self.emitted, safe_end)
+        self.answered = self.answered or bool(answer)
+        return thinking, answer
+
+    def finish(self) -> tuple[str, str]:
+        """At the end of the round: whatever is still held back."""
+        if self.in_think:
+            rest = self.raw[self.emitted:].replace(OPEN, "")
+            self.emitted = len(self.raw)
+            return rest, ""
+        rest = self.raw[self.emitted:]
+        self.emitted = len(self.raw)
+        return "", rest
+
+    def answer(self) -> str:
+        return split_thinking(self.raw)[1]
