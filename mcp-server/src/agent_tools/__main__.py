@@ -1,0 +1,98 @@
+"""The `mcp-server` command: serve the tools over streamable HTTP, or load the demo data into a database."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from collections.abc import Sequence
+
+import psycopg
+import structlog
+
+from agent_tools import demo, logs
+from agent_tools.db import DatabaseError, is_postgres_url, psycopg_url, redact_url, sqlite_path_from_url
+from agent_tools.settings import ConfigError, environ_summary, get_settings
+
+DESCRIPTION = """MCP tool server of local-agent: streamable HTTP at /mcp (bearer token), /healthz, /metrics.
+Configured by environment variables (MCP_HOST, MCP_PORT, MCP_TOKEN, MCP_ALLOWED_HOSTS, FILES_ROOT,
+DATA_DIR, REPORTS_DB_URL, MCP_TIMEZONE/TZ); see mcp-server/README.md."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mcp-server", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("serve", help="serve the tools (the default when no command is given)")
+    load = sub.add_parser("load-demo", help="create the demo reports schema and rows in a database")
+    load.add_argument("--db-url", required=True, help="postgresql://user@host:port/db or sqlite:///path.db")
+    load.add_argument("--date", help="the day the demo rows are relative to (default: today in MCP_TIMEZONE)")
+    load.add_argument("--replace", action="store_true", help="drop the demo tables first if they exist")
+    return parser
+
+
+def serve() -> int:
+    import uvicorn
+
+    from agent_tools.server import create_app
+
+    settings = get_settings()
+    logs.configure(settings.log_level)
+    log = structlog.get_logger("agent_tools")
+    try:
+        app = create_app(settings)
+    except ConfigError as exc:
+        log.error("config_refused", error=str(exc))
+        print(f"mcp-server: {exc}", file=sys.stderr)
+        return 2
+    log.info(
+        "server_starting",
+        host=settings.mcp_host,
+        port=settings.mcp_port,
+        env=environ_summary(),
+        reports_db=redact_url(settings.reports_db_url) if settings.reports_db_url else "sqlite demo",
+        allowed_hosts=settings.mcp_allowed_hosts,
+    )
+    uvicorn.run(
+        app,
+        host=settings.mcp_host,
+        port=settings.mcp_port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=10,
+    )
+    return 0
+
+
+def load_demo(db_url: str, day: str | None, replace: bool) -> int:
+    settings = get_settings()
+    try:
+        today = dt.date.fromisoformat(day) if day else dt.datetime.now(settings.zone()).date()
+    except (ValueError, ConfigError) as exc:
+        print(f"mcp-server load-demo: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if is_postgres_url(db_url):
+            counts = demo.load_postgres(psycopg_url(db_url), today, replace=replace)
+        else:
+            demo.write_sqlite(sqlite_path_from_url(db_url), today)
+            counts = {table: len(rows) for table, rows in demo.generate(today).items()}
+    except (psycopg.Error, DatabaseError, OSError) as exc:
+        hint = " (add --replace to drop the existing demo tables)" if "already exists" in str(exc) else ""
+        print(f"mcp-server load-demo: {exc}{hint}", file=sys.stderr)
+        return 1
+    print(
+        f"loaded demo data for {today} into {redact_url(db_url)}: "
+        + ", ".join(f"{table}={n}" for table, n in counts.items())
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "load-demo":
+        return load_demo(args.db_url, args.date, args.replace)
+    return serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""The MCP server's configuration: one Settings object read from the environment, reached via get_settings()."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+# Loopback names plus the compose service name: the Host header a peer on the internal network sends.
+DEFAULT_ALLOWED_HOSTS = [
+    "127.0.0.1:*",
+    "localhost:*",
+    "[::1]:*",
+    "mcp-server:*",
+    "127.0.0.1",
+    "localhost",
+    "mcp-server",
+]
+MIN_TOKEN_LENGTH = 16
+PLACEHOLDER_TOKENS = {"changeme", "change-me", "change_me", "secret", "token", "password", "xxx"}
+
+
+class ConfigError(Exception):
+    """A setting makes the server unsafe or unable to start; the message says which and how to fix it."""
+
+
+def _split(value: object) -> object:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    """Every setting has a default that works on one machine with services on loopback; compose overrides."""
+
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+
+    mcp_host: str = "127.0.0.1"
+    mcp_port: int = Field(default=8001, ge=0, le=65535)
+    mcp_token: SecretStr | None = None
+    # A file holding the token (compose/docker secrets); used when MCP_TOKEN is unset.
+    mcp_token_file: Path | None = None
+    # Local development only: serve /mcp without a bearer token.
+    mcp_allow_no_token: bool = False
+    mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_HOSTS))
+    # Browser origins allowed to call /mcp; a request without Origin (every non-browser client) is allowed.
+    mcp_allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    files_root: Path = Path("files")
+    data_dir: Path = Path("data")
+    reports_db_url: str | None = None
+    mcp_timezone: str | None = None
+    tz: str | None = None
+    log_level: str = "INFO"
+
+    @field_validator("mcp_allowed_hosts", "mcp_allowed_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return _split(value)
+
+    @field_validator("mcp_allowed_hosts")
+    @classmethod
+    def _never_empty(cls, value: list[str]) -> list[str]:
+        # An empty list would make every request a 421; unset and empty both mean the defaults.
+        return value or list(DEFAULT_ALLOWED_HOSTS)
+
+    def timezone_name(self) -> str:
+        """MCP_TIMEZONE, else TZ, else UTC: the zone that decides what "today" means."""
+        return self.mcp_timezone or self.tz or "UTC"
+
+    def zone(self) -> ZoneInfo:
+        name = self.timezone_name().lstrip(":")
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ConfigError(f"MCP_TIMEZONE/TZ {name!r} is not a known time zone (e.g. Europe/Istanbul)") from exc
+
+    def origins(self) -> list[str]:
+        """Allowed origins: explicit MCP_ALLOWED_ORIGINS, else http:// + each allowed host."""
+        return self.mcp_allowed_origins or [f"http://{host}" for host in self.mcp_allowed_hosts]
+
+    def token(self) -> str | None:
+        """The bearer secret from MCP_TOKEN or MCP_TOKEN_FILE (None when neither is set)."""
+        if self.mcp_token is not None and self.mcp_token.get_secret_value():
+            return self.mcp_token.get_secret_value()
+        if self.mcp_token_file is not None:
+            try:
+                return self.mcp_token_file.read_text().strip() or None
+            except OSError as exc:
+                raise ConfigError(f"MCP_TOKEN_FILE {self.mcp_token_file} cannot be read: {exc}") from exc
+        return None
+
+    def checked_token(self) -> str | None:
+        """The token the HTTP app must require; refuses to run open unless MCP_ALLOW_NO_TOKEN=true."""
+        token = self.token()
+        if token is None:
+            if self.mcp_allow_no_token:
+                return None
+            raise ConfigError(
+                "MCP_TOKEN is not set: the server refuses to start without a bearer token. "
+                "Set MCP_TOKEN (or MCP_TOKEN_FILE), or MCP_ALLOW_NO_TOKEN=true for local development only."
+            )
+        if len(token) < MIN_TOKEN_LENGTH or token.lower() in PLACEHOLDER_TOKENS:
+            raise ConfigError(f"MCP_TOKEN is too weak: use a random value of at least {MIN_TOKEN_LENGTH} characters")
+        return token
+
+    def demo_db_path(self) -> Path:
+        return self.data_dir / "reports-demo.sqlite3"
+
+    def notes_db_path(self) -> Path:
+        return self.data_dir / "notes.sqlite3"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def environ_summary() -> dict[str, str]:
+    """Which variables are set (never their values): logged at start so a misconfiguration is visible."""
+    names = [
+        "MCP_HOST",
+        "MCP_PORT",
+        "MCP_TOKEN",
+        "MCP_TOKEN_FILE",
+        "MCP_ALLOW_NO_TOKEN",
+        "MCP_ALLOWED_HOSTS",
+        "FILES_ROOT",
+        "DATA_DIR",
+        "REPORTS_DB_URL",
+        "MCP_TIMEZONE",
+        "TZ",
+    ]
+    return {name: ("set" if os.environ.get(name) else "unset") for name in names}
