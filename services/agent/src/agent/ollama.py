@@ -84,6 +84,7 @@ async def stream_chat(http: httpx.AsyncClient, url: str, request: RoundRequest,
                 if first_token is None and (msg.get("content") or msg.get("thinking") or msg.get("tool_calls")):
                     first_token = time.monotonic() - started
                 if msg.get("thinking"):
+                    think.holdback = False  # Ollama separates thinking itself: content is the answer
                     yield ThinkingDelta(msg["thinking"])
                 if msg.get("content"):
                     thinking, answer = think.feed(msg["content"])

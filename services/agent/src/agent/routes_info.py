@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from typing import Any
 
@@ -11,6 +13,7 @@ from fastapi.responses import JSONResponse
 from agent import __version__
 from agent.model import ModelStatus
 from agent.ollama import pull_hint
+from agent.prompt import SYSTEM_PROMPT
 from agent.settings import Settings
 
 
@@ -37,6 +40,20 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
     @app.get("/api/version")
     async def ollama_version() -> dict[str, str]:
         return {"version": __version__}
+
+    @app.get("/v1/agent/info")
+    async def agent_info(request: Request) -> dict[str, Any]:
+        """What an evaluation run must record: model, runtime version, prompt and tool-description fingerprints."""
+        status: ModelStatus = await request.app.state.backend.status()
+        tools = await request.app.state.toolbox.list_tools()
+        described = json.dumps([[t.name, t.description, t.input_schema] for t in sorted(tools, key=lambda t: t.name)],
+                               sort_keys=True, ensure_ascii=False)
+        return {"agent_version": __version__, "model": settings.ollama_model, "models": settings.served_models(),
+                "ollama_version": status.version,
+                "system_prompt_sha256": hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(),
+                "tools_sha256": hashlib.sha256(described.encode()).hexdigest(),
+                "tools": [t.name for t in tools], "max_tool_rounds": settings.max_tool_rounds,
+                "options": settings.round_options()}
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

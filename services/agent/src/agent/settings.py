@@ -49,6 +49,8 @@ class Settings(BaseSettings):
     max_queue_depth: int = 32
     queue_timeout_seconds: float = 300.0
     worker_metrics_port: int = 9101
+    # Where the worker's /metrics listens; compose sets 0.0.0.0 so Prometheus can scrape it.
+    worker_metrics_host: str = "127.0.0.1"
     gpu_id: str = "gpu0"
 
     agent_auth: Literal["api_key", "trusted_header", "none"] = "none"

@@ -1,0 +1,324 @@
+"""The GPU queue as a ModelBackend: each round is one RQ job, its tokens come back over a Redis stream.
+
+The API side of agent.jobs. `stream_round` admits the round (429 past MAX_QUEUE_DEPTH), enqueues it on
+the continuing-rounds queue (round > 1) or the new-rounds queue, then follows the job's event stream with
+`XREAD BLOCK`, yielding events as the worker produces them. It fails fast and clearly when the worker dies
+(its pings stop), when no worker is running, when Redis is down, or when the round waited past
+QUEUE_TIMEOUT_SECONDS. Closing the generator (client gone) removes a queued job or stops a running one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import time
+import uuid
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+import redis.asyncio as aioredis
+import structlog
+from redis import Redis, WatchError
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+from redis.retry import Retry
+from rq import Queue
+from rq.serializers import JSONSerializer
+
+from agent import errors, jobs
+from agent.errors import AgentError, DependencyDown, QueueFull, QueueTimeout
+from agent.metrics import QUEUE_DEPTH, QUEUE_WAIT, REJECTED
+from agent.model import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict
+from agent.settings import Settings
+
+BLOCK_MS = 1000  # XREAD BLOCK; the socket timeout below must exceed it
+CHECK_EVERY = 1.0  # seconds between liveness checks of a waiting round
+WORKER_LOST_AFTER = 4.0  # seconds without a ping from the worker holding the round
+VANISHED_AFTER = 3.0  # a job gone from the queue without an `accepted` event: its worker died on pickup
+NO_WORKER_GRACE = 5.0  # queued rounds survive a worker restart this long
+WORKERS_CACHE = 1.0
+RESULT_TTL, FAILURE_TTL = 60, 3600
+DEFAULT_ROUND_S, MAX_RETRY_AFTER = 10.0, 120
+
+_DEPTH = "return redis.call('llen', KEYS[1]) + redis.call('llen', KEYS[2])"
+
+log = structlog.get_logger("agent.queue")
+
+
+def estimate_retry_after(durations: Sequence[float], depth: int, max_depth: int, workers: int,
+                         fallback: float = DEFAULT_ROUND_S) -> int:
+    """Seconds until the queue has room: the mean recent round time per round over the limit, per worker."""
+    mean = sum(durations) / len(durations) if durations else fallback
+    over = max(1, depth - max_depth + 1)
+    return max(1, min(MAX_RETRY_AFTER, math.ceil(mean * over / max(1, workers))))
+
+
+def queue_for(request: RoundRequest, continuing_first: bool = True) -> str:
+    """Rounds of conversations under way (round > 1) go on the queue every worker reads first."""
+    return jobs.QUEUE_CONTINUING if continuing_first and request.round > 1 else jobs.QUEUE_NEW
+
+
+def redacted(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}{parts.path}"
+
+
+class WorkerLost(Exception):
+    """The worker holding a round stopped answering (killed, crashed, or cut off from Redis)."""
+
+
+@dataclass
+class _Round:
+    request: RoundRequest
+    job_id: str
+    enqueued: float = 0.0  # monotonic
+    phase: str = "queued"  # queued → accepted (worker has it) → running (GPU lock held)
+    queue_wait: float | None = None
+    forwarded: bool = False  # an event reached the caller: a retry would repeat it
+    finished: bool = False
+    vanished: float | None = None
+    no_worker_since: float | None = None
+
+
+class QueueBackend:
+    """ModelBackend that runs every round through the RQ queue and the agent-worker(s)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.where = redacted(settings.redis_url)
+        self.continuing_first = True
+        # Each admitted round holds a connection only while its XREAD blocks: depth + running + margin.
+        pool = aioredis.BlockingConnectionPool.from_url(
+            settings.redis_url, decode_responses=True, max_connections=settings.max_queue_depth + 32,
+            timeout=5, socket_timeout=BLOCK_MS / 1000 + 4, socket_connect_timeout=1,
+            retry=AsyncRetry(NoBackoff(), 1))  # one retry for a stale connection, not redis-py's 10
+        self.redis = aioredis.Redis(connection_pool=pool)
+        self._sync = Redis.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=1,
+                                    retry=Retry(NoBackoff(), 1))
+        self._queues = {name: Queue(name, connection=self._sync, serializer=JSONSerializer)
+                        for name in jobs.QUEUE_ORDER}
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-enqueue")
+        self._workers_cache: tuple[float, list[dict[str, Any]]] = (-math.inf, [])
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
+        retried = False
+        while True:
+            rnd = _Round(request, uuid.uuid4().hex)
+            try:
+                await self._enqueue(rnd, front=retried)
+                async for event in self._follow(rnd):
+                    yield event
+                return
+            except WorkerLost as exc:
+                if retried or rnd.forwarded or not await self._workers(fresh=True):
+                    raise DependencyDown(f"agent-worker stopped mid-round ({exc}); the answer is incomplete. "
+                                         "Try again; see the agent-worker logs.") from exc
+                log.warning("round_retried", job_id=rnd.job_id, reason=str(exc))
+                retried = True
+            finally:
+                if not rnd.finished:
+                    await self._abandon(rnd)
+
+    async def _enqueue(self, rnd: _Round, front: bool) -> None:
+        try:
+            workers = await self._workers()
+            if not workers:
+                REJECTED.labels("no_worker").inc()
+                raise DependencyDown(self._no_worker())
+            rnd.enqueued = time.monotonic()
+            loop = asyncio.get_running_loop()
+            admitted, depth = await loop.run_in_executor(self._executor, self._push, rnd, front)
+            if not admitted:
+                durations = [float(d) for d in await self.redis.lrange(jobs.ROUND_TIMES, 0, -1)]
+        except RedisError as exc:
+            REJECTED.labels("redis_down").inc()
+            raise self._redis_down(exc) from exc
+        if not admitted:
+            REJECTED.labels("queue_full").inc()
+            wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, len(workers))
+            raise QueueFull(f"The GPU queue is full ({depth} rounds waiting, MAX_QUEUE_DEPTH="
+                            f"{self.settings.max_queue_depth}); retry in about {wait} s", retry_after=wait)
+        QUEUE_DEPTH.set(depth)
+        log.debug("round_enqueued", job_id=rnd.job_id, round=rnd.request.round, depth=depth)
+
+    def _push(self, rnd: _Round, front: bool) -> tuple[bool, int]:
+        """Admit and enqueue atomically (WATCH on both queues); runs in a thread: RQ's client is sync."""
+        queue = self._queues[jobs.QUEUE_CONTINUING if front else queue_for(rnd.request, self.continuing_first)]
+        settings = self.settings
+        job = queue.create_job(
+            "agent.jobs.run_round", args=(rnd.request.to_dict(), time.time(), rnd.job_id), job_id=rnd.job_id,
+            timeout=math.ceil(settings.round_timeout_seconds) + 30,  # + lock wait; the round itself is
+            result_ttl=RESULT_TTL, failure_ttl=FAILURE_TTL,          # bounded by ROUND_TIMEOUT_SECONDS
+            ttl=math.ceil(settings.queue_timeout_seconds) + 60,
+            description=f"round {rnd.request.round} of request {rnd.request.request_id}")  # never the prompt
+        keys = [q.key for q in self._queues.values()]
+        with self._sync.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(*keys)  # type: ignore[no-untyped-call]
+                    depth = int(pipe.eval(_DEPTH, len(keys), *keys))
+                    if depth >= settings.max_queue_depth and not front:
+                        pipe.reset()
+                        return False, depth
+                    pipe.multi()
+                    queue.enqueue_job(job, pipeline=pipe, at_front=front)
+                    pipe.execute()
+                    return True, depth + 1
+                except WatchError:
+                    continue
+
+    async def _follow(self, rnd: _Round) -> AsyncIterator[RoundEvent]:
+        key, last = jobs.events_key(rnd.job_id), "0-0"
+        last_seen = checked = time.monotonic()
+        while True:
+            try:
+                reply = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], await self.redis.xread(
+                    {key: last}, count=512, block=BLOCK_MS))
+                now = time.monotonic()
+                for _stream, entries in reply or []:
+                    for entry_id, fields in entries:
+                        last, last_seen = entry_id, now
+                        event = self._handle(rnd, json.loads(fields["e"]), now)
+                        if event is not None:
+                            yield event
+                            if isinstance(event, RoundDone):
+                                return
+                if not reply or now - checked >= CHECK_EVERY:
+                    checked = now
+                    await self._check(rnd, now, last_seen)
+            except RedisError as exc:
+                raise self._redis_down(exc) from exc
+
+    def _handle(self, rnd: _Round, data: dict[str, Any], now: float) -> RoundEvent | None:
+        kind = data.get("kind")
+        if kind == "accepted":
+            rnd.phase = "accepted"
+        elif kind == "started":
+            rnd.phase, rnd.queue_wait = "running", now - rnd.enqueued
+            QUEUE_WAIT.observe(rnd.queue_wait)
+            self._spawn(self._sample_depth())
+        elif kind == "error":
+            rnd.finished = True
+            raise _error_from(data)
+        elif kind != "ping":
+            event = event_from_dict(data)
+            rnd.forwarded = True
+            if isinstance(event, RoundDone):
+                rnd.finished = True
+                return replace(event, queue_wait_s=rnd.queue_wait)
+            return event
+        return None
+
+    async def _check(self, rnd: _Round, now: float, last_seen: float) -> None:
+        waited = now - rnd.enqueued
+        if rnd.phase != "running" and waited > self.settings.queue_timeout_seconds:
+            REJECTED.labels("queue_timeout").inc()
+            raise QueueTimeout(f"The round waited {waited:.0f} s for the GPU worker, past QUEUE_TIMEOUT_SECONDS="
+                               f"{self.settings.queue_timeout_seconds:g}: the GPU is busy, try again later")
+        if rnd.phase != "queued":
+            if now - last_seen > WORKER_LOST_AFTER:
+                raise WorkerLost(f"no heartbeat for {now - last_seen:.1f} s")
+            return
+        pipe = self.redis.pipeline(transaction=False)
+        for name in jobs.QUEUE_ORDER:
+            pipe.lpos(f"rq:queue:{name}", rnd.job_id)
+        if not any(pos is not None for pos in await pipe.execute()):
+            rnd.vanished = rnd.vanished or now
+            if now - rnd.vanished > VANISHED_AFTER:
+                raise WorkerLost("the job left the queue but its worker never reported")
+        if await self._workers():
+            rnd.no_worker_since = None
+            return
+        rnd.no_worker_since = rnd.no_worker_since or now
+        if now - rnd.no_worker_since > NO_WORKER_GRACE:
+            raise DependencyDown(self._no_worker())
+
+    async def _abandon(self, rnd: _Round) -> None:
+        """Client gone or round failed: take the job off the queue, or tell its worker to stop."""
+        task = self._spawn(self._cancel_job(rnd.job_id))
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
+
+    async def _cancel_job(self, job_id: str) -> None:
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.set(jobs.cancel_key(job_id), "1", ex=jobs.CANCEL_TTL)
+            for name in jobs.QUEUE_ORDER:
+                pipe.lrem(f"rq:queue:{name}", 0, job_id)
+            _, *removed = await pipe.execute()
+            if any(removed):
+                await self.redis.delete(f"rq:job:{job_id}")
+            log.info("round_cancelled", job_id=job_id, was_queued=any(removed))
+        except RedisError as exc:
+            log.warning("round_cancel_failed", job_id=job_id, error=str(exc))
+
+    async def _sample_depth(self) -> None:
+        with contextlib.suppress(RedisError):
+            pipe = self.redis.pipeline(transaction=False)
+            for name in jobs.QUEUE_ORDER:
+                pipe.llen(f"rq:queue:{name}")
+            QUEUE_DEPTH.set(sum(await pipe.execute()))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def _workers(self, fresh: bool = False) -> list[dict[str, Any]]:
+        """Status of the live workers (their status keys expire STATUS_TTL s after their last heartbeat)."""
+        at, cached = self._workers_cache
+        if not fresh and time.monotonic() - at < WORKERS_CACHE:
+            return cached
+        ids = sorted(str(i) for i in await self.redis.smembers(jobs.WORKERS_SET))
+        values = await self.redis.mget([jobs.worker_status_key(i) for i in ids]) if ids else []
+        alive = [json.loads(v) for v in values if v]
+        dead = [i for i, v in zip(ids, values, strict=True) if not v]
+        if dead:
+            await self.redis.srem(jobs.WORKERS_SET, *dead)
+        self._workers_cache = (time.monotonic(), alive)
+        return alive
+
+    async def status(self) -> ModelStatus:
+        try:
+            workers = await self._workers(fresh=True)
+        except RedisError as exc:
+            return ModelStatus(False, detail=self._redis_down(exc).message)
+        if not workers:
+            return ModelStatus(False, detail=self._no_worker())
+        reachable = [w for w in workers if w.get("ollama_reachable")]
+        models = sorted({m for w in workers for m in w.get("models") or []})
+        version = next((w["ollama_version"] for w in reachable if w.get("ollama_version")), None)
+        detail = "; ".join(f"agent-worker on {w.get('gpu_id')} up: {w.get('detail')}" for w in workers)
+        return ModelStatus(bool(reachable), models, version, detail)
+
+    def _no_worker(self) -> str:
+        return (f"no agent-worker is running (no worker heartbeat in Redis at {self.where}): start one "
+                "(`docker compose up -d agent-worker`, or `agent-worker` on the GPU host)")
+
+    def _redis_down(self, exc: Exception) -> DependencyDown:
+        return DependencyDown(f"Redis unreachable at {self.where} ({type(exc).__name__}: {exc}). Check that the "
+                              "`redis` service is running and REDIS_URL is right.")
+
+    async def aclose(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await self.redis.aclose()
+        await self.redis.connection_pool.disconnect()
+        self._sync.close()
+        self._executor.shutdown(wait=False)
+
+
+def _error_from(data: dict[str, Any]) -> AgentError:
+    """Rebuild the worker's error as the same agent.errors class (unknown names become UpstreamError)."""
+    cls = getattr(errors, str(data.get("error")), None)
+    if not (isinstance(cls, type) and issubclass(cls, AgentError)):
+        cls = errors.UpstreamError
+    return cls(str(data.get("message")), param=data.get("param"), retry_after=data.get("retry_after"))

@@ -1,0 +1,89 @@
+"""Integration fixtures: real processes on loopback (scripted Ollama, MCP server, agent API), free ports."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.procs import Proc, free_port, running
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class FakeOllama:
+    url: str
+    proc: Proc
+
+    def script(self, **behaviour: Any) -> None:
+        httpx.post(f"{self.url}/_fake/reset", timeout=5).raise_for_status()
+        httpx.post(f"{self.url}/_fake/script", json=behaviour, timeout=5).raise_for_status()
+
+    def requests(self) -> list[dict[str, Any]]:
+        return list(httpx.get(f"{self.url}/_fake/requests", timeout=5).json())
+
+    def stats(self) -> dict[str, Any]:
+        return dict(httpx.get(f"{self.url}/_fake/stats", timeout=5).json())
+
+
+@dataclass
+class McpServer:
+    url: str
+    token: str
+    files_root: Path
+    data_dir: Path
+    proc: Proc
+
+
+@dataclass
+class AgentApi:
+    url: str
+    proc: Proc
+
+
+@pytest.fixture(scope="session")
+def fake_ollama() -> Iterator[FakeOllama]:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with running(["python", "-m", "tests.fakes.fake_ollama", "--host", "127.0.0.1", "--port", str(port)],
+                 ready_url=f"{url}/api/version") as proc:
+        yield FakeOllama(url, proc)
+
+
+@pytest.fixture
+def ollama(fake_ollama: FakeOllama) -> FakeOllama:
+    """The session's scripted Ollama, reset to its default behaviour for this test."""
+    fake_ollama.script()
+    return fake_ollama
+
+
+@pytest.fixture(scope="session")
+def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpServer]:
+    port, token = free_port(), secrets.token_urlsafe(24)
+    files_root, data_dir = tmp_path_factory.mktemp("files"), tmp_path_factory.mktemp("mcp-data")
+    (files_root / "readme.txt").write_text("Quarterly targets: 42 new accounts.\n")
+    env = {"MCP_HOST": "127.0.0.1", "MCP_PORT": str(port), "MCP_TOKEN": token,
+           "FILES_ROOT": str(files_root), "DATA_DIR": str(data_dir)}
+    with running(["mcp-server"], env=env, ready_url=f"http://127.0.0.1:{port}/healthz", timeout=60) as proc:
+        yield McpServer(f"http://127.0.0.1:{port}/mcp", token, files_root, data_dir, proc)
+
+
+def agent_env(ollama_url: str, mcp: McpServer, port: int, **extra: str) -> dict[str, str]:
+    return {"AGENT_HOST": "127.0.0.1", "AGENT_PORT": str(port), "OLLAMA_URL": ollama_url,
+            "MCP_URL": mcp.url, "MCP_TOKEN": mcp.token, "MODEL_BACKEND": "direct", "LOG_LEVEL": "INFO",
+            "EXTRA_MODELS": "qwen2.5:3b", **extra}
+
+
+@pytest.fixture(scope="session")
+def agent_api(fake_ollama: FakeOllama, mcp_server: McpServer) -> Iterator[AgentApi]:
+    """agent-api calling the scripted Ollama directly (the GPU queue has its own tests)."""
+    port = free_port()
+    with running(["agent-api"], env=agent_env(fake_ollama.url, mcp_server, port),
+                 ready_url=f"http://127.0.0.1:{port}/healthz") as proc:
+        yield AgentApi(f"http://127.0.0.1:{port}", proc)
