@@ -121,6 +121,17 @@ def _confusion(matrix: dict[str, dict[str, int]]) -> list[str]:
     return out
 
 
+def _top_confusions(matrix: dict[str, dict[str, int]]) -> list[str]:
+    """Off-diagonal cells, largest first: the borders the docstrings do not yet separate."""
+    cells = sorted(
+        ((n, row, col) for row, cols in matrix.items() for col, n in cols.items() if row != col),
+        key=lambda cell: (-cell[0], cell[1], cell[2]),
+    )
+    if not cells:
+        return ["No confusions: every expected tool (or no tool) was the one called."]
+    return ["Most frequent confusions (expected → called):", ""] + [f"- {row} → {col}: {n}" for n, row, col in cells]
+
+
 def _groups(title: str, groups: dict[str, dict[str, Any]]) -> list[str]:
     if not groups:
         return []
@@ -170,6 +181,8 @@ def render_run(run: Run) -> str:
         *_per_tool(s.get("per_tool") or {}),
         "",
         "## Confusion matrix",
+        "",
+        *_top_confusions(s.get("confusion") or {}),
         "",
         "Rows: expected; columns: called; **bold**: a mistake.",
         "",
