@@ -25,15 +25,30 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-loop-"))
     o_port, m_port, a_port, token = free_port(), free_port(), free_port(), secrets.token_urlsafe(16)
     o_url, a_url = f"http://127.0.0.1:{o_port}", f"http://127.0.0.1:{a_port}"
-    mcp_env = {"MCP_PORT": str(m_port), "MCP_TOKEN": token, "FILES_ROOT": str(tmp), "DATA_DIR": str(tmp),
-               "LOG_LEVEL": "WARNING"}
-    agent_env = {"AGENT_PORT": str(a_port), "OLLAMA_URL": o_url, "MCP_URL": f"http://127.0.0.1:{m_port}/mcp",
-                 "MCP_TOKEN": token, "MODEL_BACKEND": "direct", "LOG_LEVEL": "WARNING"}
-    with running(["python", "-m", "tests.fakes.fake_ollama", "--port", str(o_port)], ready_url=f"{o_url}/"), \
-            running(["mcp-server"], env=mcp_env, ready_url=f"http://127.0.0.1:{m_port}/healthz", timeout=60), \
-            running(["agent-api"], env=agent_env, ready_url=f"{a_url}/healthz"):
-        rule = {"when": {"user_contains": "time", "last_role": "user"},
-                "reply": {"tool_calls": [{"name": "sistem_bilgisi", "arguments": {}}]}}
+    mcp_env = {
+        "MCP_PORT": str(m_port),
+        "MCP_TOKEN": token,
+        "FILES_ROOT": str(tmp),
+        "DATA_DIR": str(tmp),
+        "LOG_LEVEL": "WARNING",
+    }
+    agent_env = {
+        "AGENT_PORT": str(a_port),
+        "OLLAMA_URL": o_url,
+        "MCP_URL": f"http://127.0.0.1:{m_port}/mcp",
+        "MCP_TOKEN": token,
+        "MODEL_BACKEND": "direct",
+        "LOG_LEVEL": "WARNING",
+    }
+    with (
+        running(["python", "-m", "tests.fakes.fake_ollama", "--port", str(o_port)], ready_url=f"{o_url}/"),
+        running(["mcp-server"], env=mcp_env, ready_url=f"http://127.0.0.1:{m_port}/healthz", timeout=60),
+        running(["agent-api"], env=agent_env, ready_url=f"{a_url}/healthz"),
+    ):
+        rule = {
+            "when": {"user_contains": "time", "last_role": "user"},
+            "reply": {"tool_calls": [{"name": "sistem_bilgisi", "arguments": {}}]},
+        }
         httpx.post(f"{o_url}/_fake/script", json={"rules": [rule], "default": {"content": "ok"}}).raise_for_status()
         direct, one_round, two_rounds = [], [], []
         with httpx.Client(timeout=30) as http:
@@ -43,8 +58,10 @@ def main() -> None:
                 t1 = time.perf_counter()
                 http.post(f"{a_url}/v1/chat/completions", json={"model": "qwen3:4b", "messages": MSG})
                 t2 = time.perf_counter()
-                http.post(f"{a_url}/v1/chat/completions",
-                          json={"model": "qwen3:4b", "messages": [{"role": "user", "content": "what time"}]})
+                http.post(
+                    f"{a_url}/v1/chat/completions",
+                    json={"model": "qwen3:4b", "messages": [{"role": "user", "content": "what time"}]},
+                )
                 t3 = time.perf_counter()
                 if i >= 20:  # warm-up discarded
                     direct.append(t1 - t0)

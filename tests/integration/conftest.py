@@ -51,8 +51,10 @@ class AgentApi:
 def fake_ollama() -> Iterator[FakeOllama]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with running(["python", "-m", "tests.fakes.fake_ollama", "--host", "127.0.0.1", "--port", str(port)],
-                 ready_url=f"{url}/api/version") as proc:
+    with running(
+        ["python", "-m", "tests.fakes.fake_ollama", "--host", "127.0.0.1", "--port", str(port)],
+        ready_url=f"{url}/api/version",
+    ) as proc:
         yield FakeOllama(url, proc)
 
 
@@ -68,22 +70,36 @@ def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpServer]:
     port, token = free_port(), secrets.token_urlsafe(24)
     files_root, data_dir = tmp_path_factory.mktemp("files"), tmp_path_factory.mktemp("mcp-data")
     (files_root / "readme.txt").write_text("Quarterly targets: 42 new accounts.\n")
-    env = {"MCP_HOST": "127.0.0.1", "MCP_PORT": str(port), "MCP_TOKEN": token,
-           "FILES_ROOT": str(files_root), "DATA_DIR": str(data_dir)}
+    env = {
+        "MCP_HOST": "127.0.0.1",
+        "MCP_PORT": str(port),
+        "MCP_TOKEN": token,
+        "FILES_ROOT": str(files_root),
+        "DATA_DIR": str(data_dir),
+    }
     with running(["mcp-server"], env=env, ready_url=f"http://127.0.0.1:{port}/healthz", timeout=60) as proc:
         yield McpServer(f"http://127.0.0.1:{port}/mcp", token, files_root, data_dir, proc)
 
 
 def agent_env(ollama_url: str, mcp: McpServer, port: int, **extra: str) -> dict[str, str]:
-    return {"AGENT_HOST": "127.0.0.1", "AGENT_PORT": str(port), "OLLAMA_URL": ollama_url,
-            "MCP_URL": mcp.url, "MCP_TOKEN": mcp.token, "MODEL_BACKEND": "direct", "LOG_LEVEL": "INFO",
-            "EXTRA_MODELS": "qwen2.5:3b", **extra}
+    return {
+        "AGENT_HOST": "127.0.0.1",
+        "AGENT_PORT": str(port),
+        "OLLAMA_URL": ollama_url,
+        "MCP_URL": mcp.url,
+        "MCP_TOKEN": mcp.token,
+        "MODEL_BACKEND": "direct",
+        "LOG_LEVEL": "INFO",
+        "EXTRA_MODELS": "qwen2.5:3b",
+        **extra,
+    }
 
 
 @pytest.fixture(scope="session")
 def agent_api(fake_ollama: FakeOllama, mcp_server: McpServer) -> Iterator[AgentApi]:
     """agent-api calling the scripted Ollama directly (the GPU queue has its own tests)."""
     port = free_port()
-    with running(["agent-api"], env=agent_env(fake_ollama.url, mcp_server, port),
-                 ready_url=f"http://127.0.0.1:{port}/healthz") as proc:
+    with running(
+        ["agent-api"], env=agent_env(fake_ollama.url, mcp_server, port), ready_url=f"http://127.0.0.1:{port}/healthz"
+    ) as proc:
         yield AgentApi(f"http://127.0.0.1:{port}", proc)

@@ -17,8 +17,9 @@ CHAT = {"model": "qwen3:4b", "messages": [{"role": "user", "content": "hello"}]}
 @contextmanager
 def agent(ollama_url: str, mcp: McpServer, **extra: str) -> Iterator[str]:
     port = free_port()
-    with running(["agent-api"], env=agent_env(ollama_url, mcp, port, **extra),
-                 ready_url=f"http://127.0.0.1:{port}/healthz"):
+    with running(
+        ["agent-api"], env=agent_env(ollama_url, mcp, port, **extra), ready_url=f"http://127.0.0.1:{port}/healthz"
+    ):
         yield f"http://127.0.0.1:{port}"
 
 
@@ -36,8 +37,13 @@ def test_dead_ollama_is_a_clear_503_and_readyz_says_so(mcp_server: McpServer) ->
 
 
 def test_dead_mcp_server_is_a_clear_503(fake_ollama: FakeOllama, mcp_server: McpServer) -> None:
-    gone = McpServer(f"http://127.0.0.1:{free_port()}/mcp", mcp_server.token, mcp_server.files_root,
-                     mcp_server.data_dir, mcp_server.proc)
+    gone = McpServer(
+        f"http://127.0.0.1:{free_port()}/mcp",
+        mcp_server.token,
+        mcp_server.files_root,
+        mcp_server.data_dir,
+        mcp_server.proc,
+    )
     with agent(fake_ollama.url, gone) as url:
         resp = httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=60)
         assert resp.status_code == 503
@@ -48,8 +54,9 @@ def test_dead_mcp_server_is_a_clear_503(fake_ollama: FakeOllama, mcp_server: Mcp
 
 
 def test_wrong_mcp_token_is_a_clear_503(fake_ollama: FakeOllama, mcp_server: McpServer) -> None:
-    wrong = McpServer(mcp_server.url, "not-the-token-000000", mcp_server.files_root, mcp_server.data_dir,
-                      mcp_server.proc)
+    wrong = McpServer(
+        mcp_server.url, "not-the-token-000000", mcp_server.files_root, mcp_server.data_dir, mcp_server.proc
+    )
     with agent(fake_ollama.url, wrong) as url:
         resp = httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=60)
         assert resp.status_code == 503
@@ -59,8 +66,13 @@ def test_wrong_mcp_token_is_a_clear_503(fake_ollama: FakeOllama, mcp_server: Mcp
 def test_model_not_pulled_names_the_pull_command(mcp_server: McpServer) -> None:
     port = free_port()
     ollama_url = f"http://127.0.0.1:{port}"
-    with running(["python", "-m", "tests.fakes.fake_ollama", "--port", str(port), "--models", "qwen2.5:3b"],
-                 ready_url=f"{ollama_url}/api/version"), agent(ollama_url, mcp_server) as url:
+    with (
+        running(
+            ["python", "-m", "tests.fakes.fake_ollama", "--port", str(port), "--models", "qwen2.5:3b"],
+            ready_url=f"{ollama_url}/api/version",
+        ),
+        agent(ollama_url, mcp_server) as url,
+    ):
         resp = httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=30)
         assert resp.status_code == 404
         assert "ollama pull qwen3:4b" in resp.json()["error"]["message"]
@@ -70,10 +82,12 @@ def test_model_not_pulled_names_the_pull_command(mcp_server: McpServer) -> None:
 
 
 def test_stream_error_after_first_byte_ends_with_an_error_event(agent_api_url: str, ollama: FakeOllama) -> None:
-    ollama.script(default={"content": "one two three four five", "stream_error": {"after_tokens": 2,
-                                                                                  "message": "runner crashed"}})
-    with httpx.stream("POST", f"{agent_api_url}/v1/chat/completions", timeout=30,
-                      json={**CHAT, "model": "qwen2.5:3b", "stream": True}) as resp:
+    ollama.script(
+        default={"content": "one two three four five", "stream_error": {"after_tokens": 2, "message": "runner crashed"}}
+    )
+    with httpx.stream(
+        "POST", f"{agent_api_url}/v1/chat/completions", timeout=30, json={**CHAT, "model": "qwen2.5:3b", "stream": True}
+    ) as resp:
         assert resp.status_code == 200
         lines = [line for line in resp.iter_lines() if line.startswith("data: ")]
     assert '"error"' in lines[-1] and "runner crashed" in lines[-1]

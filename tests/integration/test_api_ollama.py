@@ -17,14 +17,18 @@ def oc(agent_api: AgentApi) -> Iterator[ollama_client.Client]:
     with ollama_client.Client(host=agent_api.url) as client:
         yield client
 
-RULE = {"when": {"user_contains": "saat", "last_role": "user"},
-        "reply": {"tool_calls": [{"name": "sistem_bilgisi", "arguments": {}}]}}
+
+RULE = {
+    "when": {"user_contains": "saat", "last_role": "user"},
+    "reply": {"tool_calls": [{"name": "sistem_bilgisi", "arguments": {}}]},
+}
 
 
-def test_streaming_chat_ends_with_done_and_footer(agent_api: AgentApi, oc: ollama_client.Client, ollama: FakeOllama) -> None:
+def test_streaming_chat_ends_with_done_and_footer(
+    agent_api: AgentApi, oc: ollama_client.Client, ollama: FakeOllama
+) -> None:
     ollama.script(rules=[RULE])
-    parts = list(oc.chat(
-        model="qwen2.5:3b", messages=[{"role": "user", "content": "Saat kaç?"}], stream=True))
+    parts = list(oc.chat(model="qwen2.5:3b", messages=[{"role": "user", "content": "Saat kaç?"}], stream=True))
     assert parts[-1].done is True and parts[-1].done_reason == "stop"
     text = "".join(p.message.content or "" for p in parts)
     assert text.endswith("Tools used: sistem_bilgisi")
@@ -32,15 +36,17 @@ def test_streaming_chat_ends_with_done_and_footer(agent_api: AgentApi, oc: ollam
 
 
 def test_non_streaming_chat(agent_api: AgentApi, oc: ollama_client.Client, ollama: FakeOllama) -> None:
-    reply = oc.chat(
-        model="qwen3:4b", messages=[{"role": "user", "content": "merhaba"}], stream=False)
+    reply = oc.chat(model="qwen3:4b", messages=[{"role": "user", "content": "merhaba"}], stream=False)
     assert reply.message.content == "Hello! I am the scripted model."
     assert reply.done is True and (reply.eval_count or 0) > 0
 
 
 def test_default_is_ndjson_stream(agent_api: AgentApi, oc: ollama_client.Client, ollama: FakeOllama) -> None:
-    resp = httpx.post(f"{agent_api.url}/api/chat", timeout=30,
-                      json={"model": "qwen3:4b", "messages": [{"role": "user", "content": "hi"}]})
+    resp = httpx.post(
+        f"{agent_api.url}/api/chat",
+        timeout=30,
+        json={"model": "qwen3:4b", "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert resp.headers["content-type"].startswith("application/x-ndjson")
     lines = [json.loads(line) for line in resp.text.splitlines()]
     assert [line["done"] for line in lines].count(True) == 1 and lines[-1]["done"] is True

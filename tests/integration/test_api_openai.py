@@ -11,8 +11,10 @@ import pytest
 
 from tests.integration.conftest import AgentApi, FakeOllama
 
-TIME_RULE = {"when": {"user_contains": "what time", "last_role": "user"},
-             "reply": {"tool_calls": [{"name": "sistem_bilgisi", "arguments": {}}]}}
+TIME_RULE = {
+    "when": {"user_contains": "what time", "last_role": "user"},
+    "reply": {"tool_calls": [{"name": "sistem_bilgisi", "arguments": {}}]},
+}
 
 
 @pytest.fixture
@@ -23,8 +25,7 @@ def sdk(agent_api: AgentApi) -> Iterator[openai.OpenAI]:
 
 def test_tool_answer_has_footer_usage_and_trace(agent_api: AgentApi, sdk: openai.OpenAI, ollama: FakeOllama) -> None:
     ollama.script(rules=[TIME_RULE])
-    reply = sdk.chat.completions.create(
-        model="qwen3:4b", messages=[{"role": "user", "content": "What time is it?"}])
+    reply = sdk.chat.completions.create(model="qwen3:4b", messages=[{"role": "user", "content": "What time is it?"}])
     text = reply.choices[0].message.content or ""
     assert text.startswith("According to the tool:")
     assert text.endswith("\n\n---\nTools used: sistem_bilgisi")
@@ -41,14 +42,21 @@ def test_tool_answer_has_footer_usage_and_trace(agent_api: AgentApi, sdk: openai
 
 
 @pytest.mark.parametrize("model", ["qwen3:4b", "qwen2.5:3b"])
-def test_streaming_forwards_tokens_and_ends_with_done(agent_api: AgentApi, sdk: openai.OpenAI, ollama: FakeOllama, model: str) -> None:
+def test_streaming_forwards_tokens_and_ends_with_done(
+    agent_api: AgentApi, sdk: openai.OpenAI, ollama: FakeOllama, model: str
+) -> None:
     # qwen3 thinks first (Ollama sends `thinking` deltas), then its content streams token by token.
-    after_tool = {"when": {"last_role": "tool"},
-                  "reply": {"thinking": "The tool said the time.", "content": "It is {tool_result} right now."}}
+    after_tool = {
+        "when": {"last_role": "tool"},
+        "reply": {"thinking": "The tool said the time.", "content": "It is {tool_result} right now."},
+    }
     ollama.script(rules=[TIME_RULE, after_tool])
     stream = sdk.chat.completions.create(
-        model=model, messages=[{"role": "user", "content": "what time is it"}], stream=True,
-        stream_options={"include_usage": True})
+        model=model,
+        messages=[{"role": "user", "content": "what time is it"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     chunks = list(stream)
     content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert content.endswith("Tools used: sistem_bilgisi")
@@ -60,8 +68,12 @@ def test_streaming_forwards_tokens_and_ends_with_done(agent_api: AgentApi, sdk: 
 
 
 def test_raw_sse_wire_format(agent_api: AgentApi, ollama: FakeOllama) -> None:
-    with httpx.stream("POST", f"{agent_api.url}/v1/chat/completions", timeout=30, json={
-            "model": "qwen3:4b", "stream": True, "messages": [{"role": "user", "content": "hello"}]}) as resp:
+    with httpx.stream(
+        "POST",
+        f"{agent_api.url}/v1/chat/completions",
+        timeout=30,
+        json={"model": "qwen3:4b", "stream": True, "messages": [{"role": "user", "content": "hello"}]},
+    ) as resp:
         assert resp.headers["content-type"].startswith("text/event-stream")
         lines = [line for line in resp.iter_lines() if line.startswith("data: ")]
     assert lines[-1] == "data: [DONE]"
@@ -73,30 +85,42 @@ def test_raw_sse_wire_format(agent_api: AgentApi, ollama: FakeOllama) -> None:
 
 
 def test_thinking_is_kept_apart_from_the_answer(agent_api: AgentApi, sdk: openai.OpenAI, ollama: FakeOllama) -> None:
-    ollama.script(rules=[{"when": {"user_contains": "think"}, "reply": {"thinking": "secret chain", "content": "42"}},
-                         {"when": {"user_contains": "stray"},
-                          "reply": {"raw_content": "I reason here</think>\n\nThe answer is 7."}}])
-    first = httpx.post(f"{agent_api.url}/v1/chat/completions", timeout=30, json={
-        "model": "qwen3:4b", "messages": [{"role": "user", "content": "think hard"}]}).json()
+    ollama.script(
+        rules=[
+            {"when": {"user_contains": "think"}, "reply": {"thinking": "secret chain", "content": "42"}},
+            {"when": {"user_contains": "stray"}, "reply": {"raw_content": "I reason here</think>\n\nThe answer is 7."}},
+        ]
+    )
+    first = httpx.post(
+        f"{agent_api.url}/v1/chat/completions",
+        timeout=30,
+        json={"model": "qwen3:4b", "messages": [{"role": "user", "content": "think hard"}]},
+    ).json()
     assert first["choices"][0]["message"]["content"] == "42"
     assert first["choices"][0]["message"]["reasoning_content"] == "secret chain"
     stream = sdk.chat.completions.create(
-        model="qwen3:4b", messages=[{"role": "user", "content": "stray tag"}], stream=True)
+        model="qwen3:4b", messages=[{"role": "user", "content": "stray tag"}], stream=True
+    )
     answer = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     assert answer == "The answer is 7."
 
 
-@pytest.mark.parametrize(("body", "status", "code"), [
-    (b"{not json", 400, None),
-    (b'{"model": "qwen3:4b"}', 400, None),
-    (b'{"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]}', 404, "model_not_found"),
-    (b'{"model": "qwen3:4b", "messages": [{"role": "pirate", "content": "x"}]}', 400, None),
-    (b'[1, 2]', 400, None),
-])
-def test_bad_requests_get_clear_4xx_in_openai_shape(agent_api: AgentApi, body: bytes, status: int,
-                                                     code: str | None) -> None:
-    resp = httpx.post(f"{agent_api.url}/v1/chat/completions", content=body, timeout=10,
-                      headers={"content-type": "application/json"})
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (b"{not json", 400, None),
+        (b'{"model": "qwen3:4b"}', 400, None),
+        (b'{"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]}', 404, "model_not_found"),
+        (b'{"model": "qwen3:4b", "messages": [{"role": "pirate", "content": "x"}]}', 400, None),
+        (b"[1, 2]", 400, None),
+    ],
+)
+def test_bad_requests_get_clear_4xx_in_openai_shape(
+    agent_api: AgentApi, body: bytes, status: int, code: str | None
+) -> None:
+    resp = httpx.post(
+        f"{agent_api.url}/v1/chat/completions", content=body, timeout=10, headers={"content-type": "application/json"}
+    )
     assert resp.status_code == status
     error = resp.json()["error"]
     assert set(error) == {"message", "type", "param", "code"} and error["message"]
@@ -104,8 +128,11 @@ def test_bad_requests_get_clear_4xx_in_openai_shape(agent_api: AgentApi, body: b
 
 
 def test_huge_body_is_413(agent_api: AgentApi) -> None:
-    resp = httpx.post(f"{agent_api.url}/v1/chat/completions", timeout=10,
-                      json={"model": "qwen3:4b", "messages": [{"role": "user", "content": "x" * 2_000_000}]})
+    resp = httpx.post(
+        f"{agent_api.url}/v1/chat/completions",
+        timeout=10,
+        json={"model": "qwen3:4b", "messages": [{"role": "user", "content": "x" * 2_000_000}]},
+    )
     assert resp.status_code == 413
     assert "limit" in resp.json()["error"]["message"]
 

@@ -67,8 +67,14 @@ class Proc:
                 self.popen.wait(timeout=10)
 
 
-def start(cmd: list[str], env: dict[str, str] | None = None, ready_url: str | None = None,
-          ready: Callable[[], bool] | None = None, timeout: float = 30.0, cwd: Path = REPO) -> Proc:
+def start(
+    cmd: list[str],
+    env: dict[str, str] | None = None,
+    ready_url: str | None = None,
+    ready: Callable[[], bool] | None = None,
+    timeout: float = 30.0,
+    cwd: Path = REPO,
+) -> Proc:
     """Start `cmd` with the venv's bin first on PATH and wait until it answers `ready_url` (or `ready`)."""
     full_env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}", **(env or {})}
     fd, name = tempfile.mkstemp(prefix="proc-", suffix=".log")
@@ -97,5 +103,20 @@ def running(cmd: list[str], **kwargs: object) -> Iterator[Proc]:
 def redis_server_cmd(port: int, workdir: Path) -> list[str]:
     """A private redis-server on loopback, configured as the queue's (AOF everysec, noeviction)."""
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-    return [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
-            "--appendfsync", "everysec", "--maxmemory-policy", "noeviction", "--dir", str(workdir)]
+    return [
+        binary,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec",
+        "--maxmemory-policy",
+        "noeviction",
+        "--dir",
+        str(workdir),
+    ]

@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-
 from agent.model import ModelStatus, RoundDone, RoundEvent, RoundRequest, TextDelta, ToolCall, ToolCallsDelta
 from agent.settings import Settings
 from agent.tools import ToolResult, ToolSpec
@@ -45,9 +44,11 @@ class MemoryToolBox:
     """The ToolBox interface over plain functions; records every executed call."""
 
     def __init__(self, fail: set[str] | None = None, slow: set[str] | None = None) -> None:
-        self.specs = [ToolSpec("pozisyon_dagilimi", "positions", SCHEMA),
-                      ToolSpec("islem_hacmi", "volume", SCHEMA),
-                      ToolSpec("sistem_bilgisi", "time", {"type": "object", "properties": {}})]
+        self.specs = [
+            ToolSpec("pozisyon_dagilimi", "positions", SCHEMA),
+            ToolSpec("islem_hacmi", "volume", SCHEMA),
+            ToolSpec("sistem_bilgisi", "time", {"type": "object", "properties": {}}),
+        ]
         self.fail = fail or set()
         self.calls: list[tuple[str, dict[str, Any]]] = []
 

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
+import ollama
 import pytest
 
-import ollama
 from tests.fakes.control import fake_ollama_process, serve_in_loop
 from tests.fakes.fake_ollama import GREETING, FakeState, create_app
 

@@ -12,8 +12,14 @@ from agent.settings import get_settings
 def main() -> None:
     settings = get_settings()
     configure(settings.log_level)
-    uvicorn.run(create_app(settings), host=settings.agent_host, port=settings.agent_port,
-                log_config=None, access_log=False, timeout_graceful_shutdown=5)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.agent_host,
+        port=settings.agent_port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
 
 
 if __name__ == "__main__":

@@ -26,10 +26,17 @@ class OllamaRenderer:
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if thinking:
             message["thinking"] = thinking
-        return {"model": self.model, "created_at": _now(), "message": message, "done": True,
-                "done_reason": final.finish_reason, "total_duration": int((time.monotonic() - self.started) * 1e9),
-                "prompt_eval_count": final.usage.prompt_tokens, "eval_count": final.usage.completion_tokens,
-                "local_agent": trace_field(final)}
+        return {
+            "model": self.model,
+            "created_at": _now(),
+            "message": message,
+            "done": True,
+            "done_reason": final.finish_reason,
+            "total_duration": int((time.monotonic() - self.started) * 1e9),
+            "prompt_eval_count": final.usage.prompt_tokens,
+            "eval_count": final.usage.completion_tokens,
+            "local_agent": trace_field(final),
+        }
 
     async def complete(self, events: AsyncIterator[LoopEvent]) -> dict[str, Any]:
         thinking: list[str] = []

@@ -18,8 +18,11 @@ def trace_field(final: FinalEvent) -> dict[str, Any]:
 
 
 def usage_field(usage: Usage) -> dict[str, int]:
-    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens}
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
 
 
 class OpenAIRenderer:
@@ -41,16 +44,27 @@ class OpenAIRenderer:
         message: dict[str, Any] = {"role": "assistant", "content": final.answer}
         if thinking:
             message["reasoning_content"] = "".join(thinking)
-        return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
-                "system_fingerprint": "local-agent",
-                "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": final.finish_reason}],
-                "usage": usage_field(final.usage), "local_agent": trace_field(final)}
+        return {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": "local-agent",
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": final.finish_reason}],
+            "usage": usage_field(final.usage),
+            "local_agent": trace_field(final),
+        }
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> str:
-        body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "system_fingerprint": "local-agent",
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}], **extra}
+        body = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": "local-agent",
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+            **extra,
+        }
         return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
     async def stream(self, events: AsyncIterator[LoopEvent], include_usage: bool) -> AsyncIterator[str]:
@@ -67,8 +81,14 @@ class OpenAIRenderer:
                 elif isinstance(event, FinalEvent):
                     yield self._chunk({}, event.finish_reason, local_agent=trace_field(event))
                     if include_usage:
-                        usage = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                                 "model": self.model, "choices": [], "usage": usage_field(event.usage)}
+                        usage = {
+                            "id": self.id,
+                            "object": "chat.completion.chunk",
+                            "created": self.created,
+                            "model": self.model,
+                            "choices": [],
+                            "usage": usage_field(event.usage),
+                        }
                         yield f"data: {json.dumps(usage)}\n\n"
         except AgentError as exc:
             yield f"data: {json.dumps(exc.body(), ensure_ascii=False)}\n\n"

@@ -73,8 +73,9 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.backend = backend or make_backend(settings)
-        app.state.toolbox = toolbox or ToolBox(settings.mcp_url, settings.mcp_secret(),
-                                               settings.tool_timeout_seconds, settings.tools_cache_seconds)
+        app.state.toolbox = toolbox or ToolBox(
+            settings.mcp_url, settings.mcp_secret(), settings.tool_timeout_seconds, settings.tools_cache_seconds
+        )
         app.state.loop = ToolLoop(settings, app.state.backend, app.state.toolbox)
         log.info("api_started", model=settings.ollama_model, backend=settings.model_backend)
         yield

@@ -1,16 +1,16 @@
 """The agent's errors: one base class, a shallow tree, each carrying what an operator needs to act.
 
-    AgentError
-    ├── BadRequest            400  malformed body, wrong roles, invalid arguments
-    ├── Unauthorized          401
-    ├── Forbidden             403
-    ├── ModelNotFound         404  a model the agent does not serve, or Ollama has not pulled
-    ├── PayloadTooLarge       413
-    ├── QueueFull             429  with Retry-After
-    ├── DependencyDown        503  Ollama, Redis, MCP server or the worker is unreachable
-    │   └── QueueTimeout      503  a round waited past the queue timeout
-    ├── UpstreamTimeout       504  a round or the model took too long
-    └── UpstreamError         502  Ollama answered with an error we cannot map
+AgentError
+├── BadRequest            400  malformed body, wrong roles, invalid arguments
+├── Unauthorized          401
+├── Forbidden             403
+├── ModelNotFound         404  a model the agent does not serve, or Ollama has not pulled
+├── PayloadTooLarge       413
+├── QueueFull             429  with Retry-After
+├── DependencyDown        503  Ollama, Redis, MCP server or the worker is unreachable
+│   └── QueueTimeout      503  a round waited past the queue timeout
+├── UpstreamTimeout       504  a round or the model took too long
+└── UpstreamError         502  Ollama answered with an error we cannot map
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ class AgentError(Exception):
     type = "api_error"
     code: str | None = None
 
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None,
-                 retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, param: str | None = None, code: str | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param

@@ -31,8 +31,9 @@ from agent.tools import ToolBox, ToolSpec
 
 log = structlog.get_logger("agent.loop")
 
-Outcome = Literal["ok", "error", "timeout", "unknown_tool", "forbidden", "invalid_arguments", "duplicate",
-                  "failed_before"]
+Outcome = Literal[
+    "ok", "error", "timeout", "unknown_tool", "forbidden", "invalid_arguments", "duplicate", "failed_before"
+]
 EXECUTED: frozenset[str] = frozenset({"ok", "error", "timeout"})
 
 
@@ -108,8 +109,9 @@ class ToolLoop:
     def __init__(self, settings: Settings, backend: ModelBackend, toolbox: ToolBox) -> None:
         self.settings, self.backend, self.toolbox = settings, backend, toolbox
 
-    async def run(self, conversation: list[Message], model: str, caller: Caller,
-                  request_id: str = "") -> AsyncIterator[LoopEvent]:
+    async def run(
+        self, conversation: list[Message], model: str, caller: Caller, request_id: str = ""
+    ) -> AsyncIterator[LoopEvent]:
         specs = {s.name: s for s in await self.toolbox.list_tools() if caller.may_use(s.name)}
         state = _State([{"role": "system", "content": SYSTEM_PROMPT}, *conversation])
         max_rounds = self.settings.max_tool_rounds
@@ -126,18 +128,35 @@ class ToolLoop:
                     yield event
             if final or not calls:
                 break
-            state.messages.append({"role": "assistant", "content": state.round_text,
-                                   "tool_calls": [{"id": c.id, "function": {"index": i, "name": c.name,
-                                                                            "arguments": c.arguments}}
-                                                  for i, c in enumerate(calls)]})
+            state.messages.append(
+                {
+                    "role": "assistant",
+                    "content": state.round_text,
+                    "tool_calls": [
+                        {"id": c.id, "function": {"index": i, "name": c.name, "arguments": c.arguments}}
+                        for i, c in enumerate(calls)
+                    ],
+                }
+            )
             for call in calls:
                 yield ToolCallEvent(call, rnd)
                 outcome, content = await self._execute(call, specs, caller, state)
-                state.trace.append({"name": call.name, "arguments": call.arguments, "outcome": outcome,
-                                    "round": rnd, "result_chars": len(content)})
-                state.messages.append({"role": "tool", "tool_name": call.name,
-                                       "content": tool_result_message(call.name, content,
-                                                                      self.settings.tool_result_max_chars)})
+                state.trace.append(
+                    {
+                        "name": call.name,
+                        "arguments": call.arguments,
+                        "outcome": outcome,
+                        "round": rnd,
+                        "result_chars": len(content),
+                    }
+                )
+                state.messages.append(
+                    {
+                        "role": "tool",
+                        "tool_name": call.name,
+                        "content": tool_result_message(call.name, content, self.settings.tool_result_max_chars),
+                    }
+                )
                 yield ToolResultEvent(call, outcome, content)
         metrics.ROUNDS_PER_REQUEST.observe(rnd)
         tail = footer(list(dict.fromkeys(t["name"] for t in state.trace if t["outcome"] in EXECUTED)))
@@ -146,11 +165,18 @@ class ToolLoop:
             yield TextEvent(tail)
         yield FinalEvent(state.answer, state.finish_reason, state.usage, rnd, state.trace)
 
-    async def _round(self, state: _State, model: str, tools: list[dict[str, Any]] | None, request_id: str,
-                     rnd: int) -> AsyncIterator[TextEvent | ThinkingEvent | ToolCallsDelta]:
-        request = RoundRequest(model=model, messages=list(state.messages), tools=tools,
-                               options=self.settings.round_options(), think=self.settings.think_value(),
-                               request_id=request_id, round=rnd)
+    async def _round(
+        self, state: _State, model: str, tools: list[dict[str, Any]] | None, request_id: str, rnd: int
+    ) -> AsyncIterator[TextEvent | ThinkingEvent | ToolCallsDelta]:
+        request = RoundRequest(
+            model=model,
+            messages=list(state.messages),
+            tools=tools,
+            options=self.settings.round_options(),
+            think=self.settings.think_value(),
+            request_id=request_id,
+            round=rnd,
+        )
         started, first = time.monotonic(), True
         state.round_text = ""
         async for event in self.backend.stream_round(request):
@@ -176,8 +202,9 @@ class ToolLoop:
                 metrics.LLM_TOKENS.labels(model, "completion").inc(event.completion_tokens)
         metrics.ROUND_DURATION.labels(model, str(rnd)).observe(time.monotonic() - started)
 
-    async def _execute(self, call: ToolCall, specs: dict[str, ToolSpec], caller: Caller,
-                       state: _State) -> tuple[Outcome, str]:
+    async def _execute(
+        self, call: ToolCall, specs: dict[str, ToolSpec], caller: Caller, state: _State
+    ) -> tuple[Outcome, str]:
         """Decide whether a call may run, run it, and say what the model should read back."""
         spec = specs.get(call.name)
         outcome: Outcome
@@ -190,12 +217,22 @@ class ToolLoop:
             names = ", ".join(sorted(specs)) or "none"
             return outcome, f"Error: there is no tool named {call.name!r} available to you. Available tools: {names}."
         if call.name in state.failed:
-            outcome, content = "failed_before", (f"Error: {call.name} already failed in this conversation; do not "
-                                                 "call it again. Explain the earlier error to the user.")
+            outcome, content = (
+                "failed_before",
+                (
+                    f"Error: {call.name} already failed in this conversation; do not "
+                    "call it again. Explain the earlier error to the user."
+                ),
+            )
         elif _key(call) in state.seen:
             state.force_final = True
-            outcome, content = "duplicate", ("This exact call was already made; its result is above. "
-                                             "Answer the user now from the results you have.")
+            outcome, content = (
+                "duplicate",
+                (
+                    "This exact call was already made; its result is above. "
+                    "Answer the user now from the results you have."
+                ),
+            )
         elif (problem := spec.validation_error(call.arguments)) is not None:
             outcome, content = "invalid_arguments", f"Error: invalid arguments for {call.name}: {problem}"
         else:
@@ -214,8 +251,9 @@ class ToolLoop:
             outcome = "timeout" if "did not answer within" in result.text else "error"
             state.failed.add(call.name)
         metrics.TOOL_CALLS.labels(call.name, outcome).inc()
-        log.info("tool_called", tool=call.name, outcome=outcome, duration_s=round(elapsed, 4),
-                 result_chars=len(result.text))
+        log.info(
+            "tool_called", tool=call.name, outcome=outcome, duration_s=round(elapsed, 4), result_chars=len(result.text)
+        )
         return outcome, result.text
 
 

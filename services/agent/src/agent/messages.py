@@ -15,8 +15,9 @@ from agent.errors import BadRequest
 from agent.model import Message
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
-WRAPPERS = re.compile(r"^\s*<(userRequest|user_request|user_query|userQuery|prompt)>\s*(.*?)\s*</\1>\s*$",
-                      re.DOTALL | re.IGNORECASE)
+WRAPPERS = re.compile(
+    r"^\s*<(userRequest|user_request|user_query|userQuery|prompt)>\s*(.*?)\s*</\1>\s*$", re.DOTALL | re.IGNORECASE
+)
 
 
 def flatten(content: Any, where: str) -> str:
@@ -33,8 +34,11 @@ def flatten(content: Any, where: str) -> str:
             elif isinstance(part, dict) and part.get("type") in ("text", "input_text", "refusal"):
                 texts.append(str(part.get("text", part.get("refusal", ""))))
             elif isinstance(part, dict):
-                raise BadRequest(f"{where}: content part of type {part.get('type')!r} is not supported; "
-                                 "this agent accepts text only", param=where)
+                raise BadRequest(
+                    f"{where}: content part of type {part.get('type')!r} is not supported; "
+                    "this agent accepts text only",
+                    param=where,
+                )
             else:
                 raise BadRequest(f"{where}: content parts must be objects", param=where)
         return "\n".join(t for t in texts if t)
@@ -69,8 +73,9 @@ def _tool_calls(raw: Any, where: str) -> list[dict[str, Any]]:
         fn = call.get("function") if isinstance(call, dict) else None
         if not isinstance(fn, dict) or not fn.get("name"):
             raise BadRequest(f"{where}.tool_calls[{i}] needs function.name", param=where)
-        entry: dict[str, Any] = {"function": {"index": i, "name": fn["name"],
-                                              "arguments": _arguments(fn.get("arguments"), where)}}
+        entry: dict[str, Any] = {
+            "function": {"index": i, "name": fn["name"], "arguments": _arguments(fn.get("arguments"), where)}
+        }
         if call.get("id"):
             entry["id"] = call["id"]
         calls.append(entry)
@@ -89,8 +94,9 @@ def normalize(raw_messages: Any, keep_client_system: bool) -> list[Message]:
             raise BadRequest(f"{where} must be an object", param=where)
         role = str(msg.get("role", "")).lower()
         if role not in ROLES:
-            raise BadRequest(f"{where}.role {msg.get('role')!r} is not one of system, developer, user, "
-                             "assistant, tool", param=where)
+            raise BadRequest(
+                f"{where}.role {msg.get('role')!r} is not one of system, developer, user, assistant, tool", param=where
+            )
         text = flatten(msg.get("content"), where)
         if role in ("system", "developer"):
             if keep_client_system and text.strip():

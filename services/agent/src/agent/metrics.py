@@ -7,20 +7,23 @@ from prometheus_client import Counter, Gauge, Histogram
 # Roughly x2 per step with extra resolution where LLM rounds cluster (1-60 s); +Inf is added by the client.
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 45, 60, 90, 120)
 
-ROUND_DURATION = Histogram("agent_round_duration_seconds", "One LLM round, enqueue to last token",
-                           ["model", "round"], buckets=BUCKETS)
+ROUND_DURATION = Histogram(
+    "agent_round_duration_seconds", "One LLM round, enqueue to last token", ["model", "round"], buckets=BUCKETS
+)
 QUEUE_WAIT = Histogram("agent_queue_wait_seconds", "Time a round waited for the GPU worker", buckets=BUCKETS)
 QUEUE_DEPTH = Gauge("agent_queue_depth", "Rounds waiting for the GPU worker")
-REQUEST_DURATION = Histogram("agent_request_duration_seconds", "Whole HTTP request",
-                             ["endpoint", "status"], buckets=BUCKETS)
+REQUEST_DURATION = Histogram(
+    "agent_request_duration_seconds", "Whole HTTP request", ["endpoint", "status"], buckets=BUCKETS
+)
 TOOL_CALLS = Counter("agent_tool_calls_total", "Tool calls asked for by the model, by outcome", ["tool", "outcome"])
-TOOL_DURATION = Histogram("agent_tool_duration_seconds", "Tool call round trip to the MCP server", ["tool"],
-                          buckets=BUCKETS)
+TOOL_DURATION = Histogram(
+    "agent_tool_duration_seconds", "Tool call round trip to the MCP server", ["tool"], buckets=BUCKETS
+)
 LLM_TOKENS = Counter("agent_llm_tokens_total", "Tokens processed by the model", ["model", "kind"])
-TIME_TO_FIRST_TOKEN = Histogram("agent_llm_time_to_first_token_seconds", "Round start to first token",
-                                buckets=BUCKETS)
-ROUNDS_PER_REQUEST = Histogram("agent_rounds_per_request", "LLM rounds one request needed",
-                               buckets=(1, 2, 3, 4, 5, 6, 8, 10, 15, 20))
+TIME_TO_FIRST_TOKEN = Histogram("agent_llm_time_to_first_token_seconds", "Round start to first token", buckets=BUCKETS)
+ROUNDS_PER_REQUEST = Histogram(
+    "agent_rounds_per_request", "LLM rounds one request needed", buckets=(1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
+)
 REJECTED = Counter("agent_rejected_total", "Requests refused before reaching the model", ["reason"])
 GPU_BUSY = Gauge("agent_gpu_busy", "1 while this worker's GPU is generating", ["gpu"])
 

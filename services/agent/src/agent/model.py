@@ -26,8 +26,7 @@ class RoundRequest:
 
     def ollama_body(self) -> dict[str, Any]:
         """The /api/chat body for this round (always streaming; `think` only when set)."""
-        body: dict[str, Any] = {"model": self.model, "messages": self.messages, "stream": True,
-                                "options": self.options}
+        body: dict[str, Any] = {"model": self.model, "messages": self.messages, "stream": True, "options": self.options}
         if self.tools:
             body["tools"] = self.tools
         if self.think is not None:

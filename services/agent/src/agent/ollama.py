@@ -40,8 +40,11 @@ def _error_for(status: int, text: str, request: RoundRequest, url: str) -> Agent
     except (ValueError, AttributeError):
         message = text
     if status == 404:
-        return ModelNotFound(f"Model '{request.model}' is not available in Ollama at {url}: {message}. "
-                             f"To fix: {pull_hint(request.model)}.", param="model")
+        return ModelNotFound(
+            f"Model '{request.model}' is not available in Ollama at {url}: {message}. "
+            f"To fix: {pull_hint(request.model)}.",
+            param="model",
+        )
     if status == 400:
         return BadRequest(f"Ollama refused the request: {message}")
     if status == 503:
@@ -59,13 +62,19 @@ def _tool_calls(raw: list[dict[str, Any]]) -> list[ToolCall]:
                 args = json.loads(args)
             except ValueError:
                 args = {"_raw": args}
-        calls.append(ToolCall(id=item.get("id") or f"call_{uuid.uuid4().hex[:8]}",
-                              name=str(fn.get("name", "")), arguments=args if isinstance(args, dict) else {}))
+        calls.append(
+            ToolCall(
+                id=item.get("id") or f"call_{uuid.uuid4().hex[:8]}",
+                name=str(fn.get("name", "")),
+                arguments=args if isinstance(args, dict) else {},
+            )
+        )
     return calls
 
 
-async def stream_chat(http: httpx.AsyncClient, url: str, request: RoundRequest,
-                      holdback: bool) -> AsyncIterator[RoundEvent]:
+async def stream_chat(
+    http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool
+) -> AsyncIterator[RoundEvent]:
     """Stream one /api/chat round as events; thinking is split off content on the way."""
     started = time.monotonic()
     first_token: float | None = None
@@ -100,19 +109,23 @@ async def stream_chat(http: httpx.AsyncClient, url: str, request: RoundRequest,
                         yield ThinkingDelta(thinking)
                     if answer:
                         yield TextDelta(answer)
-                    yield RoundDone(done_reason=chunk.get("done_reason") or "stop",
-                                    prompt_tokens=int(chunk.get("prompt_eval_count") or 0),
-                                    completion_tokens=int(chunk.get("eval_count") or 0),
-                                    total_duration_s=(chunk.get("total_duration") or 0) / NS,
-                                    eval_duration_s=(chunk.get("eval_duration") or 0) / NS,
-                                    time_to_first_token_s=first_token)
+                    yield RoundDone(
+                        done_reason=chunk.get("done_reason") or "stop",
+                        prompt_tokens=int(chunk.get("prompt_eval_count") or 0),
+                        completion_tokens=int(chunk.get("eval_count") or 0),
+                        total_duration_s=(chunk.get("total_duration") or 0) / NS,
+                        eval_duration_s=(chunk.get("eval_duration") or 0) / NS,
+                        time_to_first_token_s=first_token,
+                    )
                     return
         raise UpstreamError("Ollama closed the stream before the answer was complete")
     except httpx.TimeoutException as exc:
         raise UpstreamTimeout(f"Ollama at {url} did not answer in time ({type(exc).__name__})") from exc
     except httpx.TransportError as exc:
-        raise DependencyDown(f"Ollama is unreachable at {url} ({type(exc).__name__}). Check that the `ollama` "
-                             f"service is running and OLLAMA_URL is right.") from exc
+        raise DependencyDown(
+            f"Ollama is unreachable at {url} ({type(exc).__name__}). Check that the `ollama` "
+            f"service is running and OLLAMA_URL is right."
+        ) from exc
 
 
 async def ollama_status(http: httpx.AsyncClient, url: str) -> ModelStatus:

@@ -42,8 +42,10 @@ def resolve_model(data: dict[str, Any], settings: Settings) -> str:
     for candidate in (name, f"{name}:latest"):
         if candidate in served:
             return candidate
-    raise ModelNotFound(f"The model `{name}` does not exist or is not served by this agent. "
-                        f"Served models: {', '.join(served)}.", param="model")
+    raise ModelNotFound(
+        f"The model `{name}` does not exist or is not served by this agent. Served models: {', '.join(served)}.",
+        param="model",
+    )
 
 
 def capture(path: Path | None, data: dict[str, Any]) -> None:

@@ -22,8 +22,10 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
 
     @app.get("/v1/models")
     async def openai_models() -> dict[str, Any]:
-        data = [{"id": m, "object": "model", "created": started, "owned_by": "local-agent"}
-                for m in settings.served_models()]
+        data = [
+            {"id": m, "object": "model", "created": started, "owned_by": "local-agent"}
+            for m in settings.served_models()
+        ]
         return {"object": "list", "data": data}
 
     @app.get("/api/tags")
@@ -31,10 +33,22 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
         status: ModelStatus = await request.app.state.backend.status()
         models = []
         for name in settings.served_models():
-            models.append({"name": name, "model": name, "modified_at": "1970-01-01T00:00:00Z", "size": 0,
-                           "digest": "", "details": {"format": "gguf", "family": name.split(":")[0],
-                                                     "parameter_size": "", "quantization_level": "",
-                                                     "available": name in status.models}})
+            models.append(
+                {
+                    "name": name,
+                    "model": name,
+                    "modified_at": "1970-01-01T00:00:00Z",
+                    "size": 0,
+                    "digest": "",
+                    "details": {
+                        "format": "gguf",
+                        "family": name.split(":")[0],
+                        "parameter_size": "",
+                        "quantization_level": "",
+                        "available": name in status.models,
+                    },
+                }
+            )
         return {"models": models}
 
     @app.get("/api/version")
@@ -46,17 +60,27 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
         """What an evaluation run must record: model, runtime version, prompt and tool-description fingerprints."""
         status: ModelStatus = await request.app.state.backend.status()
         tools = await request.app.state.toolbox.list_tools()
-        per_tool = {t.name: json.dumps([t.name, t.description, t.input_schema], sort_keys=True, ensure_ascii=False)
-                    for t in tools}
-        described = json.dumps([[t.name, t.description, t.input_schema] for t in sorted(tools, key=lambda t: t.name)],
-                               sort_keys=True, ensure_ascii=False)
-        return {"agent_version": __version__, "model": settings.ollama_model, "models": settings.served_models(),
-                "ollama_version": status.version,
-                "system_prompt_sha256": hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(),
-                "tools_sha256": hashlib.sha256(described.encode()).hexdigest(),
-                "tool_sha256": {name: hashlib.sha256(text.encode()).hexdigest() for name, text in per_tool.items()},
-                "tools": [t.name for t in tools], "max_tool_rounds": settings.max_tool_rounds,
-                "options": settings.round_options()}
+        per_tool = {
+            t.name: json.dumps([t.name, t.description, t.input_schema], sort_keys=True, ensure_ascii=False)
+            for t in tools
+        }
+        described = json.dumps(
+            [[t.name, t.description, t.input_schema] for t in sorted(tools, key=lambda t: t.name)],
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+        return {
+            "agent_version": __version__,
+            "model": settings.ollama_model,
+            "models": settings.served_models(),
+            "ollama_version": status.version,
+            "system_prompt_sha256": hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(),
+            "tools_sha256": hashlib.sha256(described.encode()).hexdigest(),
+            "tool_sha256": {name: hashlib.sha256(text.encode()).hexdigest() for name, text in per_tool.items()},
+            "tools": [t.name for t in tools],
+            "max_tool_rounds": settings.max_tool_rounds,
+            "options": settings.round_options(),
+        }
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -66,14 +90,18 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
     async def readyz(request: Request) -> JSONResponse:
         status: ModelStatus = await request.app.state.backend.status()
         missing = [m for m in settings.served_models() if m not in status.models]
-        model_check: dict[str, Any] = {"ok": status.reachable and not missing, "version": status.version,
-                                       "served": settings.served_models(), "missing": missing,
-                                       "detail": status.detail}
+        model_check: dict[str, Any] = {
+            "ok": status.reachable and not missing,
+            "version": status.version,
+            "served": settings.served_models(),
+            "missing": missing,
+            "detail": status.detail,
+        }
         if status.reachable and missing:
             model_check["fix"] = "; ".join(pull_hint(m) for m in missing)
         mcp_ok = await request.app.state.toolbox.ping()
-        checks = {"model": model_check,
-                  "mcp_server": {"ok": mcp_ok, "url": settings.mcp_url}}
+        checks = {"model": model_check, "mcp_server": {"ok": mcp_ok, "url": settings.mcp_url}}
         ready = all(c["ok"] for c in checks.values())
-        return JSONResponse({"status": "ready" if ready else "degraded", "checks": checks},
-                            status_code=200 if ready else 503)
+        return JSONResponse(
+            {"status": "ready" if ready else "degraded", "checks": checks}, status_code=200 if ready else 503
+        )

@@ -49,9 +49,9 @@ class ThinkFilter:
         thinking = ""
         if not self.closed_once and self.emitted == 0 and self.raw.lstrip().startswith(OPEN):
             self.in_think = True
-        if CLOSE in self.raw[self.emitted:]:
+        if CLOSE in self.raw[self.emitted :]:
             head, _, _ = self.raw.rpartition(CLOSE)
-            thinking = head[self.emitted:].replace(OPEN, "")
+            thinking = head[self.emitted :].replace(OPEN, "")
             self.emitted = len(head) + len(CLOSE)
             self.in_think, self.closed_once = False, True
         if self.closed_once:  # the answer after </think> starts at its first visible character
@@ -60,7 +60,7 @@ class ThinkFilter:
         if self.in_think or (self.holdback and not self.closed_once):
             return thinking, ""
         safe_end = len(self.raw) - _partial_suffix(self.raw, CLOSE)
-        answer = self.raw[self.emitted:safe_end]
+        answer = self.raw[self.emitted : safe_end]
         self.emitted = max(self.emitted, safe_end)
         self.answered = self.answered or bool(answer)
         return thinking, answer
@@ -68,10 +68,10 @@ class ThinkFilter:
     def finish(self) -> tuple[str, str]:
         """At the end of the round: whatever is still held back."""
         if self.in_think:
-            rest = self.raw[self.emitted:].replace(OPEN, "")
+            rest = self.raw[self.emitted :].replace(OPEN, "")
             self.emitted = len(self.raw)
             return rest, ""
-        rest = self.raw[self.emitted:]
+        rest = self.raw[self.emitted :]
         self.emitted = len(self.raw)
         return "", rest
 

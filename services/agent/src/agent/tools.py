@@ -34,8 +34,10 @@ class ToolSpec:
 
     def ollama(self) -> dict[str, Any]:
         """The tool as Ollama's `tools[]` entry."""
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description, "parameters": self.input_schema}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+        }
 
     def validation_error(self, arguments: dict[str, Any]) -> str | None:
         """A short message if `arguments` break the tool's input schema, else None."""
@@ -73,13 +75,18 @@ class ToolBox:
             if request_id_var.get():
                 request.headers["X-Request-ID"] = request_id_var.get()
 
-        return httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(self.timeout + 5, connect=3.0),
-                                  event_hooks={"request": [add_request_id]})
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=httpx2.Timeout(self.timeout + 5, connect=3.0),
+            event_hooks={"request": [add_request_id]},
+        )
 
     async def _hold(self) -> None:
         try:
-            async with self._http() as http, Client(streamable_http_client(self.url, http_client=http),
-                                                    read_timeout_seconds=self.timeout) as client:
+            async with (
+                self._http() as http,
+                Client(streamable_http_client(self.url, http_client=http), read_timeout_seconds=self.timeout) as client,
+            ):
                 self._client = client
                 self._ready.set()
                 await self._stop.wait()
@@ -104,9 +111,11 @@ class ToolBox:
             return self._client
 
     def _down(self, why: str) -> DependencyDown:
-        return DependencyDown(f"The MCP tool server is unreachable at {self.url} ({why}). Check that the "
-                              "`mcp-server` service is running and that MCP_URL and MCP_TOKEN match it.",
-                              code="mcp_unavailable")
+        return DependencyDown(
+            f"The MCP tool server is unreachable at {self.url} ({why}). Check that the "
+            "`mcp-server` service is running and that MCP_URL and MCP_TOKEN match it.",
+            code="mcp_unavailable",
+        )
 
     def _reset(self) -> None:
         self._stop.set()
