@@ -14,11 +14,11 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from agent import __version__, metrics
+from agent import __version__, access, metrics
 from agent.api_ollama import OllamaRenderer
 from agent.api_openai import OpenAIRenderer
 from agent.errors import AgentError
-from agent.loop import Caller, LoopEvent, ToolLoop
+from agent.loop import LoopEvent, ToolLoop
 from agent.messages import normalize
 from agent.model import ModelBackend
 from agent.requests import capture, read_json, resolve_model
@@ -84,6 +84,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
 
     app = FastAPI(title="local-agent", version=__version__, lifespan=lifespan)
     app.state.settings = settings
+    access.install(app, settings)  # before any route: authentication applies to every route declared below
 
     @app.middleware("http")
     async def observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -102,6 +103,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
     @app.exception_handler(AgentError)
     async def agent_error(request: Request, exc: AgentError) -> JSONResponse:
         log.warning("request_failed", status=exc.status, error=type(exc).__name__, message=exc.message)
+        access.audit_failure(request, exc)
         return error_response(exc, ollama_shape=request.url.path.startswith("/api/"))
 
     def start_loop(request: Request, data: dict[str, Any]) -> tuple[str, AsyncIterator[LoopEvent]]:
@@ -111,7 +113,8 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
         if len(conversation) > settings.max_messages:
             raise AgentError(f"too many messages ({len(conversation)} > {settings.max_messages})")
         loop: ToolLoop = request.app.state.loop
-        return model, loop.run(conversation, model, Caller(), request_id_var.get())
+        events = loop.run(conversation, model, access.caller(request), request_id_var.get())
+        return model, access.audited(request, model, conversation, events)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:

@@ -177,12 +177,8 @@ class ToolLoop:
             request_id=request_id,
             round=rnd,
         )
-        started, first = time.monotonic(), True
         state.round_text = ""
         async for event in self.backend.stream_round(request):
-            if first and not isinstance(event, RoundDone):
-                metrics.TIME_TO_FIRST_TOKEN.observe(time.monotonic() - started)
-                first = False
             if isinstance(event, TextDelta):
                 if not state.round_text and state.answer:
                     state.answer += "\n\n"
@@ -198,9 +194,6 @@ class ToolLoop:
                 state.usage.prompt_tokens += event.prompt_tokens
                 state.usage.completion_tokens += event.completion_tokens
                 state.finish_reason = "length" if event.done_reason == "length" else "stop"
-                metrics.LLM_TOKENS.labels(model, "prompt").inc(event.prompt_tokens)
-                metrics.LLM_TOKENS.labels(model, "completion").inc(event.completion_tokens)
-        metrics.ROUND_DURATION.labels(model, str(rnd)).observe(time.monotonic() - started)
 
     async def _execute(
         self, call: ToolCall, specs: dict[str, ToolSpec], caller: Caller, state: _State

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from agent import metrics
 from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError, UpstreamTimeout
 from agent.model import (
     ModelStatus,
@@ -83,8 +84,9 @@ async def stream_chat(
         async with http.stream("POST", f"{url}/api/chat", json=request.ollama_body()) as resp:
             if resp.status_code != 200:
                 raise _error_for(resp.status_code, (await resp.aread()).decode(errors="replace"), request, url)
-            async for line in resp.aiter_lines():
-                if not line.strip():
+            done: RoundDone | None = None
+            async for line in resp.aiter_lines():  # read to the end, so the connection is reused
+                if not line.strip() or done is not None:
                     continue
                 chunk = json.loads(line)
                 if "error" in chunk:
@@ -109,7 +111,7 @@ async def stream_chat(
                         yield ThinkingDelta(thinking)
                     if answer:
                         yield TextDelta(answer)
-                    yield RoundDone(
+                    done = RoundDone(
                         done_reason=chunk.get("done_reason") or "stop",
                         prompt_tokens=int(chunk.get("prompt_eval_count") or 0),
                         completion_tokens=int(chunk.get("eval_count") or 0),
@@ -117,8 +119,9 @@ async def stream_chat(
                         eval_duration_s=(chunk.get("eval_duration") or 0) / NS,
                         time_to_first_token_s=first_token,
                     )
-                    return
-        raise UpstreamError("Ollama closed the stream before the answer was complete")
+        if done is None:
+            raise UpstreamError("Ollama closed the stream before the answer was complete")
+        yield done
     except httpx.TimeoutException as exc:
         raise UpstreamTimeout(f"Ollama at {url} did not answer in time ({type(exc).__name__})") from exc
     except httpx.TransportError as exc:
@@ -126,6 +129,15 @@ async def stream_chat(
             f"Ollama is unreachable at {url} ({type(exc).__name__}). Check that the `ollama` "
             f"service is running and OLLAMA_URL is right."
         ) from exc
+
+
+def record_round(request: RoundRequest, done: RoundDone, elapsed: float) -> None:
+    """Per-round model metrics, observed by whichever process streams from Ollama (API direct, or worker)."""
+    metrics.ROUND_DURATION.labels(request.model, str(request.round)).observe(elapsed)
+    if done.time_to_first_token_s is not None:
+        metrics.TIME_TO_FIRST_TOKEN.observe(done.time_to_first_token_s)
+    metrics.LLM_TOKENS.labels(request.model, "prompt").inc(done.prompt_tokens)
+    metrics.LLM_TOKENS.labels(request.model, "completion").inc(done.completion_tokens)
 
 
 async def ollama_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
@@ -146,7 +158,11 @@ class OllamaBackend:
         self._holdback = holdback or (lambda model: False)
 
     async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
+        """One round from this process; it is the one talking to Ollama, so it records the model metrics."""
+        started = time.monotonic()
         async for event in stream_chat(self.http, self.url, request, self._holdback(request.model)):
+            if isinstance(event, RoundDone):
+                record_round(request, event, time.monotonic() - started)
             yield event
 
     async def status(self) -> ModelStatus:

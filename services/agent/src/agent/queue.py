@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import redis.asyncio as aioredis
 import structlog
-from redis import Redis, WatchError
+from redis import Redis
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
@@ -46,13 +46,22 @@ WORKERS_CACHE = 1.0
 RESULT_TTL, FAILURE_TTL = 60, 3600
 DEFAULT_ROUND_S, MAX_RETRY_AFTER = 10.0, 120
 
-_DEPTH = "return redis.call('llen', KEYS[1]) + redis.call('llen', KEYS[2])"
+# Push only while both queues together hold fewer than ARGV[2] jobs (-1: no limit). Returns the depth
+# after the push, or -(depth + 1) when refused. Atomic, so API replicas racing at the limit cannot overshoot.
+_ADMIT = """
+local depth = redis.call('llen', KEYS[1]) + redis.call('llen', KEYS[2])
+local limit = tonumber(ARGV[2])
+if limit >= 0 and depth >= limit then return -depth - 1 end
+if ARGV[3] == '1' then redis.call('lpush', KEYS[3], ARGV[1]) else redis.call('rpush', KEYS[3], ARGV[1]) end
+return depth + 1
+"""
 
 log = structlog.get_logger("agent.queue")
 
 
-def estimate_retry_after(durations: Sequence[float], depth: int, max_depth: int, workers: int,
-                         fallback: float = DEFAULT_ROUND_S) -> int:
+def estimate_retry_after(
+    durations: Sequence[float], depth: int, max_depth: int, workers: int, fallback: float = DEFAULT_ROUND_S
+) -> int:
     """Seconds until the queue has room: the mean recent round time per round over the limit, per worker."""
     mean = sum(durations) / len(durations) if durations else fallback
     over = max(1, depth - max_depth + 1)
@@ -67,6 +76,20 @@ def queue_for(request: RoundRequest, continuing_first: bool = True) -> str:
 def redacted(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}{parts.path}"
+
+
+class AdmittingQueue(Queue):
+    """RQ queue whose push is the admission check, so saving and admitting a job is one MULTI/EXEC."""
+
+    def __init__(self, name: str, limit: int, **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        self.limit = limit
+
+    def push_job_id(self, job_id: str, pipeline: Any = None, at_front: bool = False) -> None:
+        # RQ 2.x enqueue_job() saves the job, then calls push_job_id() as its last pipelined command.
+        keys = [f"rq:queue:{name}" for name in jobs.QUEUE_ORDER]
+        target = pipeline if pipeline is not None else self.connection
+        target.eval(_ADMIT, 3, *keys, self.key, job_id, self.limit, "1" if at_front else "0")
 
 
 class WorkerLost(Exception):
@@ -95,14 +118,26 @@ class QueueBackend:
         self.continuing_first = True
         # Each admitted round holds a connection only while its XREAD blocks: depth + running + margin.
         pool = aioredis.BlockingConnectionPool.from_url(
-            settings.redis_url, decode_responses=True, max_connections=settings.max_queue_depth + 32,
-            timeout=5, socket_timeout=BLOCK_MS / 1000 + 4, socket_connect_timeout=1,
-            retry=AsyncRetry(NoBackoff(), 1))  # one retry for a stale connection, not redis-py's 10
+            settings.redis_url,
+            decode_responses=True,
+            max_connections=settings.max_queue_depth + 32,
+            timeout=5,
+            socket_timeout=BLOCK_MS / 1000 + 4,
+            socket_connect_timeout=1,
+            retry=AsyncRetry(NoBackoff(), 1),
+        )  # one retry for a stale connection, not redis-py's 10
         self.redis = aioredis.Redis(connection_pool=pool)
-        self._sync = Redis.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=1,
-                                    retry=Retry(NoBackoff(), 1))
-        self._queues = {name: Queue(name, connection=self._sync, serializer=JSONSerializer)
-                        for name in jobs.QUEUE_ORDER}
+        self._sync = Redis.from_url(
+            settings.redis_url, socket_timeout=5, socket_connect_timeout=1, retry=Retry(NoBackoff(), 1)
+        )
+        # (queue, limited?) → queue object; retried rounds use the unlimited ones
+        self._queues = {
+            (name, limited): AdmittingQueue(
+                name, settings.max_queue_depth if limited else -1, connection=self._sync, serializer=JSONSerializer
+            )
+            for name in jobs.QUEUE_ORDER
+            for limited in (True, False)
+        }
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-enqueue")
         self._workers_cache: tuple[float, list[dict[str, Any]]] = (-math.inf, [])
         self._background: set[asyncio.Task[None]] = set()
@@ -118,8 +153,10 @@ class QueueBackend:
                 return
             except WorkerLost as exc:
                 if retried or rnd.forwarded or not await self._workers(fresh=True):
-                    raise DependencyDown(f"agent-worker stopped mid-round ({exc}); the answer is incomplete. "
-                                         "Try again; see the agent-worker logs.") from exc
+                    raise DependencyDown(
+                        f"agent-worker stopped mid-round ({exc}); the answer is incomplete. "
+                        "Try again; see the agent-worker logs."
+                    ) from exc
                 log.warning("round_retried", job_id=rnd.job_id, reason=str(exc))
                 retried = True
             finally:
@@ -143,44 +180,45 @@ class QueueBackend:
         if not admitted:
             REJECTED.labels("queue_full").inc()
             wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, len(workers))
-            raise QueueFull(f"The GPU queue is full ({depth} rounds waiting, MAX_QUEUE_DEPTH="
-                            f"{self.settings.max_queue_depth}); retry in about {wait} s", retry_after=wait)
+            raise QueueFull(
+                f"The GPU queue is full ({depth} rounds waiting, MAX_QUEUE_DEPTH="
+                f"{self.settings.max_queue_depth}); retry in about {wait} s",
+                retry_after=wait,
+            )
         QUEUE_DEPTH.set(depth)
         log.debug("round_enqueued", job_id=rnd.job_id, round=rnd.request.round, depth=depth)
 
     def _push(self, rnd: _Round, front: bool) -> tuple[bool, int]:
-        """Admit and enqueue atomically (WATCH on both queues); runs in a thread: RQ's client is sync."""
-        queue = self._queues[jobs.QUEUE_CONTINUING if front else queue_for(rnd.request, self.continuing_first)]
-        settings = self.settings
+        """Save the job and admit it in one MULTI/EXEC; runs in a thread because RQ's client is sync."""
+        name = jobs.QUEUE_CONTINUING if front else queue_for(rnd.request, self.continuing_first)
+        queue, settings = self._queues[name, not front], self.settings
         job = queue.create_job(
-            "agent.jobs.run_round", args=(rnd.request.to_dict(), time.time(), rnd.job_id), job_id=rnd.job_id,
+            "agent.jobs.run_round",
+            args=(rnd.request.to_dict(), time.time(), rnd.job_id),
+            job_id=rnd.job_id,
             timeout=math.ceil(settings.round_timeout_seconds) + 30,  # + lock wait; the round itself is
-            result_ttl=RESULT_TTL, failure_ttl=FAILURE_TTL,          # bounded by ROUND_TIMEOUT_SECONDS
+            result_ttl=RESULT_TTL,
+            failure_ttl=FAILURE_TTL,  # bounded by ROUND_TIMEOUT_SECONDS
             ttl=math.ceil(settings.queue_timeout_seconds) + 60,
-            description=f"round {rnd.request.round} of request {rnd.request.request_id}")  # never the prompt
-        keys = [q.key for q in self._queues.values()]
+            description=f"round {rnd.request.round} of request {rnd.request.request_id}",
+        )  # never the prompt
         with self._sync.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(*keys)  # type: ignore[no-untyped-call]
-                    depth = int(pipe.eval(_DEPTH, len(keys), *keys))
-                    if depth >= settings.max_queue_depth and not front:
-                        pipe.reset()
-                        return False, depth
-                    pipe.multi()
-                    queue.enqueue_job(job, pipeline=pipe, at_front=front)
-                    pipe.execute()
-                    return True, depth + 1
-                except WatchError:
-                    continue
+            queue.enqueue_job(job, pipeline=pipe, at_front=front)
+            depth = int(pipe.execute()[-1])  # the admitting push is the last command RQ queued
+        if depth >= 0:
+            return True, depth
+        self._sync.delete(job.key)  # refused: the saved hash would only wait for its TTL
+        return False, -depth - 1
 
     async def _follow(self, rnd: _Round) -> AsyncIterator[RoundEvent]:
         key, last = jobs.events_key(rnd.job_id), "0-0"
         last_seen = checked = time.monotonic()
         while True:
             try:
-                reply = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], await self.redis.xread(
-                    {key: last}, count=512, block=BLOCK_MS))
+                reply = cast(
+                    list[tuple[str, list[tuple[str, dict[str, str]]]]],
+                    await self.redis.xread({key: last}, count=512, block=BLOCK_MS),
+                )
                 now = time.monotonic()
                 for _stream, entries in reply or []:
                     for entry_id, fields in entries:
@@ -220,8 +258,10 @@ class QueueBackend:
         waited = now - rnd.enqueued
         if rnd.phase != "running" and waited > self.settings.queue_timeout_seconds:
             REJECTED.labels("queue_timeout").inc()
-            raise QueueTimeout(f"The round waited {waited:.0f} s for the GPU worker, past QUEUE_TIMEOUT_SECONDS="
-                               f"{self.settings.queue_timeout_seconds:g}: the GPU is busy, try again later")
+            raise QueueTimeout(
+                f"The round waited {waited:.0f} s for the GPU worker, past QUEUE_TIMEOUT_SECONDS="
+                f"{self.settings.queue_timeout_seconds:g}: the GPU is busy, try again later"
+            )
         if rnd.phase != "queued":
             if now - last_seen > WORKER_LOST_AFTER:
                 raise WorkerLost(f"no heartbeat for {now - last_seen:.1f} s")
@@ -300,12 +340,16 @@ class QueueBackend:
         return ModelStatus(bool(reachable), models, version, detail)
 
     def _no_worker(self) -> str:
-        return (f"no agent-worker is running (no worker heartbeat in Redis at {self.where}): start one "
-                "(`docker compose up -d agent-worker`, or `agent-worker` on the GPU host)")
+        return (
+            f"no agent-worker is running (no worker heartbeat in Redis at {self.where}): start one "
+            "(`docker compose up -d agent-worker`, or `agent-worker` on the GPU host)"
+        )
 
     def _redis_down(self, exc: Exception) -> DependencyDown:
-        return DependencyDown(f"Redis unreachable at {self.where} ({type(exc).__name__}: {exc}). Check that the "
-                              "`redis` service is running and REDIS_URL is right.")
+        return DependencyDown(
+            f"Redis unreachable at {self.where} ({type(exc).__name__}: {exc}). Check that the "
+            "`redis` service is running and REDIS_URL is right."
+        )
 
     async def aclose(self) -> None:
         for task in list(self._background):

@@ -53,8 +53,30 @@ class Settings(BaseSettings):
     worker_metrics_host: str = "127.0.0.1"
     gpu_id: str = "gpu0"
 
-    agent_auth: Literal["api_key", "trusted_header", "none"] = "none"
-    anonymous_role: str = "admin"
+    # Identity and access (agent.auth, agent.policy): never "none" in compose.
+    agent_auth: Literal["api_key", "trusted_header", "none"] = "api_key"
+    # The role of every caller when AGENT_AUTH=none, and of SSO users in no group the policy knows.
+    anonymous_role: str = "guest"
+    agent_keys_file: Path | None = None
+    agent_policy_file: Path | None = None  # None: the policy shipped in the package (agent/policy.yaml)
+    # trusted_header: identity headers are accepted only from these addresses/CIDRs (comma separated).
+    trusted_proxies: str = ""
+    auth_user_header: str = "X-Forwarded-User"
+    auth_groups_header: str = "X-Forwarded-Groups"
+    # Per-user chat requests per minute (0 = off); "auto" keeps the window in Redis with the GPU queue.
+    rate_limit_per_minute: int = Field(default=30, ge=0)
+    rate_limit_backend: Literal["auto", "redis", "memory"] = "auto"
+
+    # Tamper-evident audit log (agent.audit): one HMAC-chained JSON line per request, fsync per record.
+    audit_dir: Path = Path("audit")
+    audit_key: SecretStr | None = None
+    audit_key_file: Path | None = None
+    audit_question: Literal["text", "hash"] = "text"
+    audit_pseudonymize: bool = True
+    audit_retention_days: int = Field(default=365, ge=1)
+    audit_rotate_bytes: int = Field(default=64 * 1024 * 1024, ge=4096)
+    pseudonym_key: SecretStr | None = None
+    pseudonym_key_file: Path | None = None
 
     debug_capture_file: Path | None = None
     log_level: str = "INFO"

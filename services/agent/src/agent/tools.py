@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import httpx2
 import jsonschema
@@ -24,6 +25,8 @@ from agent.errors import DependencyDown
 
 log = structlog.get_logger("agent.tools")
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
+# (user, role) of the authenticated caller: forwarded so the MCP server checks the same policy again.
+identity_var: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("identity", default=None)
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,10 @@ class ToolBox:
         async def add_request_id(request: httpx2.Request) -> None:
             if request_id_var.get():
                 request.headers["X-Request-ID"] = request_id_var.get()
+            identity = identity_var.get()
+            if identity is not None:  # the user is percent-encoded: header values must be latin-1
+                request.headers["X-Agent-User"] = quote(identity[0], safe="")
+                request.headers["X-Agent-Role"] = identity[1]
 
         return httpx2.AsyncClient(
             headers=headers,

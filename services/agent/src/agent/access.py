@@ -1,0 +1,230 @@
+"""The API's access layer: authenticate every protected request, rate-limit chats, build the caller's
+tool permissions from the policy, forward the identity to the MCP server and audit every chat request.
+
+`install(app, settings)` adds one router dependency (`guard`) to every route declared after it; routes
+that must stay open for probes and scrapes are listed in OPEN_PATHS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from fastapi import Depends, FastAPI, Request
+
+from agent import metrics
+from agent.audit import AuditLog, resolve_key
+from agent.auth import Authenticator, Identity
+from agent.errors import AgentError, Unauthorized
+from agent.loop import Caller, FinalEvent, LoopEvent, ToolCallEvent, ToolResultEvent
+from agent.model import Message
+from agent.policy import Policy, load_policy
+from agent.privacy import Pseudonymizer, customer_ids, result_names
+from agent.ratelimit import RateLimiter, enforce, make_limiter
+from agent.settings import Settings
+from agent.tools import identity_var, request_id_var
+
+log = structlog.get_logger("agent.access")
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/api/version"})
+CHAT_PATHS = frozenset({"/v1/chat/completions", "/api/chat"})
+
+
+def _secret(value: Any, path: Any) -> str | None:
+    if value is not None:
+        return str(value.get_secret_value())
+    if path is not None:
+        return str(path.read_text().strip())
+    return None
+
+
+@dataclass
+class Security:
+    settings: Settings
+    policy: Policy
+    authenticator: Authenticator
+    limiter: RateLimiter
+    audit: AuditLog
+    pseudonyms: Pseudonymizer
+
+    @classmethod
+    def build(cls, settings: Settings) -> Security:
+        policy = load_policy(settings.agent_policy_file)
+        key = resolve_key(settings.audit_dir, _secret(settings.audit_key, None), settings.audit_key_file, create=True)
+        audit = AuditLog(
+            settings.audit_dir,
+            key,
+            rotate_bytes=settings.audit_rotate_bytes,
+            retention_days=settings.audit_retention_days,
+        )
+        return cls(
+            settings,
+            policy,
+            Authenticator(settings, policy),
+            make_limiter(settings),
+            audit,
+            pseudonymizer(settings, key),
+        )
+
+
+def pseudonymizer(settings: Settings, audit_key: bytes) -> Pseudonymizer:
+    """PSEUDONYM_KEY(_FILE), else one derived from the audit key; None (names kept) when switched off."""
+    if not settings.audit_pseudonymize:
+        return Pseudonymizer(None)
+    own = _secret(settings.pseudonym_key, settings.pseudonym_key_file)
+    key = own.encode() if own else hashlib.sha256(b"local-agent pseudonym v1\x00" + audit_key).digest()
+    return Pseudonymizer(key)
+
+
+def install(app: FastAPI, settings: Settings) -> Security:
+    security = Security.build(settings)
+    app.state.security = security
+    app.router.dependencies.append(Depends(guard))
+    for warning in security.authenticator.startup_warnings():
+        log.warning("auth_config", message=warning)
+    log.info(
+        "access_ready",
+        auth=settings.agent_auth,
+        policy=security.policy.source,
+        roles=sorted(security.policy.roles),
+        audit_dir=str(settings.audit_dir),
+    )
+    return security
+
+
+async def guard(request: Request) -> None:
+    """Runs before every protected route: 401 without a valid identity, 429 past the user's rate."""
+    request.state.started = time.monotonic()
+    if request.url.path in OPEN_PATHS:
+        return
+    security: Security = request.app.state.security
+    try:
+        identity = security.authenticator.authenticate(request)
+    except Unauthorized:
+        metrics.REJECTED.labels("unauthorized").inc()
+        raise
+    request.state.identity = identity
+    identity_var.set((identity.user, identity.role))
+    structlog.contextvars.bind_contextvars(user=identity.user, role=identity.role)
+    if request.url.path in CHAT_PATHS and security.settings.rate_limit_per_minute:
+        who = identity.user if identity.method != "none" else f"anonymous@{identity.client}"
+        try:
+            await enforce(security.limiter, who, security.settings.rate_limit_per_minute)
+        except AgentError:
+            metrics.REJECTED.labels("rate_limited").inc()
+            raise
+
+
+def caller(request: Request) -> Caller:
+    """The loop's view of the authenticated caller: the tool list is built from this, never by the model."""
+    identity: Identity = request.state.identity
+    policy = request.app.state.security.policy
+    return Caller(identity.user, identity.role, policy.checker(identity.role))
+
+
+@dataclass
+class Trail:
+    """What one chat request did, gathered from the loop's events for its audit record."""
+
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    answer_sha256: str | None = None
+    rounds: int = 0
+    _round: int = 0
+
+    def observe(self, event: LoopEvent, pseudonyms: Pseudonymizer) -> None:
+        if isinstance(event, ToolCallEvent):
+            self._round = event.round
+        elif isinstance(event, ToolResultEvent):
+            arguments, names = pseudonyms.arguments(event.call.name, event.call.arguments)
+            executed = event.outcome in ("ok", "error", "timeout")
+            if executed:
+                names += result_names(event.content)
+            self.names += names
+            self.calls.append(
+                {
+                    "name": event.call.name,
+                    "arguments": arguments,
+                    "outcome": event.outcome,
+                    "round": self._round,
+                    "result_chars": len(event.content) if executed else 0,
+                    "result_sha256": hashlib.sha256(event.content.encode()).hexdigest() if executed else None,
+                    "customer_ids": customer_ids(event.content) if executed else [],
+                }
+            )
+        elif isinstance(event, FinalEvent):
+            self.answer_sha256 = hashlib.sha256(event.answer.encode()).hexdigest()
+            self.rounds = event.rounds
+
+
+def _question(conversation: list[Message]) -> str:
+    users = [m for m in conversation if m.get("role") == "user"]
+    content = users[-1].get("content") if users else ""
+    return content if isinstance(content, str) else ""
+
+
+def _base_record(request: Request, status: int, error: str | None) -> dict[str, Any]:
+    identity: Identity | None = getattr(request.state, "identity", None)
+    started = getattr(request.state, "started", time.monotonic())
+    return {
+        "event": "request",
+        "request_id": request_id_var.get() or None,
+        "endpoint": request.url.path,
+        "user": identity.user if identity else None,
+        "role": identity.role if identity else None,
+        "auth": identity.method if identity else None,
+        "client": identity.client if identity else (request.client.host if request.client else None),
+        "status": status,
+        "error": error,
+        "latency_ms": round((time.monotonic() - started) * 1000, 1),
+    }
+
+
+def _write(request: Request, record: dict[str, Any]) -> None:
+    request.state.audited = True
+    try:
+        request.app.state.security.audit.append(record)
+    except Exception as exc:  # never lose the answer over the log, but make the failure loud
+        metrics.REJECTED.labels("audit_failed").inc()
+        log.error("audit_write_failed", error=f"{type(exc).__name__}: {exc}")
+
+
+async def audited(
+    request: Request, model: str, conversation: list[Message], events: AsyncIterator[LoopEvent]
+) -> AsyncIterator[LoopEvent]:
+    """Pass the loop's events through and write the request's audit record when it ends, however it ends."""
+    security: Security = request.app.state.security
+    trail, status, error = Trail(), 200, None
+    try:
+        async for event in events:
+            trail.observe(event, security.pseudonyms)
+            yield event
+    except AgentError as exc:
+        status, error = exc.status, exc.code or type(exc).__name__
+        raise
+    except BaseException as exc:  # cancelled by a client that left, or a bug: still one record
+        status, error = (499, "client_closed") if not isinstance(exc, Exception) else (500, type(exc).__name__)
+        raise
+    finally:
+        question = _question(conversation)
+        text = security.pseudonyms.text(question, trail.names)
+        record = _base_record(request, status, error) | {
+            "model": model,
+            "question": text if security.settings.audit_question == "text" else None,
+            "question_sha256": hashlib.sha256(question.encode()).hexdigest(),
+            "tool_calls": trail.calls,
+            "rounds": trail.rounds,
+            "answer_sha256": trail.answer_sha256,
+        }
+        _write(request, record)
+
+
+def audit_failure(request: Request, exc: AgentError) -> None:
+    """Audit a request refused before the loop ran (401, 429, 400, 404, 413): the fact, never a key."""
+    if getattr(request.state, "audited", False) or not hasattr(request.app.state, "security"):
+        return
+    if request.url.path in CHAT_PATHS or exc.status in (401, 403):
+        _write(request, _base_record(request, exc.status, exc.code or type(exc).__name__))

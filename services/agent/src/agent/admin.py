@@ -1,0 +1,157 @@
+"""`agent-admin`: manage API keys and read, verify and query the audit log (settings from the environment)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from agent.access import pseudonymizer
+from agent.audit import AuditLog, resolve_key
+from agent.audit_check import query, verify
+from agent.auth import add_key, read_keys, revoke_key
+from agent.policy import PolicyError, load_policy
+from agent.settings import Settings, get_settings
+
+FIRST_KEY_BANNER = "=" * 72
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agent-admin", description=__doc__)
+    sub = parser.add_subparsers(dest="area", required=True)
+    keys = sub.add_parser("keys", help="API keys (AGENT_KEYS_FILE)").add_subparsers(dest="action", required=True)
+    add = keys.add_parser("add", help="create a key and print it once")
+    add.add_argument("name")
+    add.add_argument("--role", required=True)
+    listing = keys.add_parser("list", help="names, roles and hash prefixes (never keys)")
+    revoke = keys.add_parser("revoke", help="delete a key by name")
+    revoke.add_argument("name")
+    boot = keys.add_parser("bootstrap", help="create the first admin key if the file has no keys (first start)")
+    boot.add_argument("--name", default="admin")
+    boot.add_argument("--role", default="admin")
+    for p in (add, listing, revoke, boot):
+        p.add_argument("--keys-file", type=Path, help="default: AGENT_KEYS_FILE")
+    audit = sub.add_parser("audit", help="the audit log (AUDIT_DIR)").add_subparsers(dest="action", required=True)
+    ver = audit.add_parser("verify", help="check the whole chain; exit 1 and name the first bad line")
+    ver.add_argument("--anchor", help="SEQ:MAC from an earlier `audit head`, kept elsewhere: detects truncation")
+    audit.add_parser("head", help="print the last record's seq and mac (copy it somewhere safe)")
+    audit.add_parser("prune", help="apply AUDIT_RETENTION_DAYS now")
+    q = audit.add_parser("query", help="who looked at customer X between A and B")
+    q.add_argument("--customer", help="customer ID (C1001) or name (matched through its pseudonym)")
+    q.add_argument("--user")
+    q.add_argument("--since", help="ISO date or time, UTC (2026-01-31 or 2026-01-31T08:00)")
+    q.add_argument("--until")
+    q.add_argument("--json", action="store_true", help="whole records as JSON lines")
+    return parser
+
+
+def _keys_file(settings: Settings, override: Path | None) -> Path:
+    path = override or settings.agent_keys_file
+    if path is None:
+        raise SystemExit("agent-admin: set AGENT_KEYS_FILE (or pass --keys-file)")
+    return path
+
+
+def keys_command(args: argparse.Namespace, settings: Settings) -> int:
+    path = _keys_file(settings, args.keys_file)
+    if args.action in ("add", "bootstrap"):
+        if args.action == "bootstrap" and read_keys(path):
+            print(f"agent-admin: {path} already holds keys; no key created")
+            return 0
+        try:
+            roles = load_policy(settings.agent_policy_file).roles
+        except PolicyError as exc:
+            raise SystemExit(f"agent-admin: {exc}") from exc
+        if args.role not in roles:
+            raise SystemExit(f"agent-admin: role {args.role!r} is not in the policy ({', '.join(roles)})")
+        key = add_key(path, args.name, args.role)
+        print(
+            f"{FIRST_KEY_BANNER}\nAPI key {args.name!r} (role {args.role}), shown only now; store it safely:\n\n"
+            f"    {key}\n\nClients send it as `Authorization: Bearer <key>`.\n{FIRST_KEY_BANNER}"
+        )
+        return 0
+    if args.action == "revoke":
+        if not revoke_key(path, args.name):
+            print(f"agent-admin: no key named {args.name!r}", file=sys.stderr)
+            return 1
+        print(f"revoked {args.name!r}")
+        return 0
+    for entry in read_keys(path):
+        print(f"{entry.name}\t{entry.role}\tsha256:{entry.sha256[:12]}…\t{entry.created}")
+    return 0
+
+
+def _time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _audit_key(settings: Settings) -> bytes:
+    secret = settings.audit_key.get_secret_value() if settings.audit_key else None
+    try:
+        return resolve_key(settings.audit_dir, secret, settings.audit_key_file, create=False)
+    except ValueError as exc:
+        raise SystemExit(f"agent-admin: {exc}") from exc
+
+
+def audit_command(args: argparse.Namespace, settings: Settings) -> int:
+    key = _audit_key(settings)
+    if args.action == "prune":
+        log = AuditLog(
+            settings.audit_dir,
+            key,
+            rotate_bytes=settings.audit_rotate_bytes,
+            retention_days=settings.audit_retention_days,
+        )
+        print("\n".join(f"deleted {p.name}" for p in log.prune()) or "nothing older than the retention period")
+        return 0
+    if args.action == "query":
+        found = query(
+            settings.audit_dir,
+            pseudonymizer(settings, key),
+            customer=args.customer,
+            user=args.user,
+            since=_time(args.since),
+            until=_time(args.until),
+        )
+        for r in found:
+            tools = ",".join(f"{c['name']}({c['outcome']})" for c in r.get("tool_calls") or []) or "-"
+            print(
+                json.dumps(r, ensure_ascii=False)
+                if args.json
+                else f"{r['time']}\t{r.get('user')}\t{r.get('role')}\t{r.get('client')}\t{r.get('request_id')}\t"
+                f"{r.get('status')}\t{tools}"
+            )
+        return 0
+    anchor = None
+    if getattr(args, "anchor", None):
+        seq, _, mac = args.anchor.partition(":")
+        anchor = (int(seq), mac)
+    report = verify(settings.audit_dir, key, anchor)
+    if args.action == "head":
+        print(f"{report.last_seq}:{report.last_mac}")
+        return 0 if report.ok else 1
+    for note in report.notes:
+        print(f"note: {note}")
+    if report.problem is not None:
+        print(f"FAILED after {report.records} good records: {report.problem}")
+        return 1
+    print(f"OK: {report.records} records, chain intact, last seq {report.last_seq} at {report.last_time or '-'}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    settings = get_settings()
+    if args.area == "keys":
+        return keys_command(args, settings)
+    return audit_command(args, settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Roles → tools: the YAML policy that decides which tools a caller's role may use (never the model)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+ALL_TOOLS = "*"
+
+
+class PolicyError(ValueError):
+    """The policy file is missing or malformed; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """`roles` maps a role to the tool names it may use ("*" = all); `groups` maps SSO groups to roles."""
+
+    roles: dict[str, frozenset[str]]
+    groups: dict[str, str] = field(default_factory=dict)
+    source: str = "shipped default"
+
+    def allows(self, role: str, tool: str) -> bool:
+        granted = self.roles.get(role, frozenset())
+        return ALL_TOOLS in granted or tool in granted
+
+    def checker(self, role: str) -> Callable[[str], bool]:
+        return lambda tool: self.allows(role, tool)
+
+    def tools_for(self, role: str, available: Iterable[str]) -> list[str]:
+        return [name for name in available if self.allows(role, name)]
+
+    def role_for_groups(self, groups: Iterable[str]) -> str | None:
+        """The first role in file order that one of `groups` maps to (directly by name or via `groups:`)."""
+        wanted = set()
+        for group in groups:
+            if group in self.roles:
+                wanted.add(group)
+            if group in self.groups:
+                wanted.add(self.groups[group])
+        return next((role for role in self.roles if role in wanted), None)
+
+
+def _parse(data: Any, source: str) -> Policy:
+    if not isinstance(data, dict) or not isinstance(data.get("roles"), dict):
+        raise PolicyError(f'{source}: expected a mapping with `roles: {{role: [tool names or "*"]}}`')
+    roles: dict[str, frozenset[str]] = {}
+    for role, tools in data["roles"].items():
+        if not isinstance(role, str) or not ROLE_NAME.match(role):
+            raise PolicyError(f"{source}: role name {role!r} must match {ROLE_NAME.pattern}")
+        if tools is None:
+            tools = []
+        if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+            raise PolicyError(f'{source}: role {role!r} must list tool names (strings) or "*"')
+        roles[role] = frozenset(tools)
+    groups = data.get("groups") or {}
+    if not isinstance(groups, dict) or not all(isinstance(k, str) and v in roles for k, v in groups.items()):
+        raise PolicyError(f"{source}: `groups` must map SSO group names to roles defined under `roles`")
+    return Policy(roles, dict(groups), source)
+
+
+def load_policy(path: Path | None = None) -> Policy:
+    """The policy from `path` (AGENT_POLICY_FILE), else the default shipped inside this package."""
+    if path is None:
+        text = resources.files("agent").joinpath("policy.yaml").read_text(encoding="utf-8")
+        source = "shipped default"
+    else:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PolicyError(f"AGENT_POLICY_FILE {path} cannot be read: {exc}") from exc
+        source = str(path)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"{source}: not valid YAML: {exc}") from exc
+    return _parse(data, source)

@@ -1,0 +1,86 @@
+"""Customer privacy in the audit log: customer IDs kept, customer names replaced by keyed pseudonyms.
+
+A pseudonym is `name:` + the first 16 hex digits of HMAC-SHA256(PSEUDONYM_KEY, folded name), so the
+same customer gets the same pseudonym in every record (queries still work) while the log alone does not
+name anyone. Whoever holds the key can test a guessed name: keep the key apart from the log.
+Names are recognised where the tools see them: the name arguments of customer tools, and the `name`
+fields of customer tool results; those names are then also replaced in the question text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+CUSTOMER_ID = re.compile(r"\bC\d{3,12}\b")
+_WHOLE_ID = re.compile(r"^[Cc]\s*-?\s*\d{1,12}$")
+# (tool, argument) pairs whose value is a customer's name unless it is a customer ID.
+NAME_ARGUMENTS = frozenset({("musteri_bakiyesi", "customer")})
+MAX_IDS = 50
+
+
+def fold(name: str) -> str:
+    """Case, accents and spacing removed: "AYŞE  Kaya" and "ayse kaya" are one person."""
+    decomposed = unicodedata.normalize("NFKD", name.replace("ı", "i").replace("İ", "I"))
+    plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return " ".join(plain.casefold().split())
+
+
+def customer_ids(text: str) -> list[str]:
+    """Customer IDs mentioned in `text` (sorted, at most MAX_IDS): who a tool result was about."""
+    return sorted(set(CUSTOMER_ID.findall(text)))[:MAX_IDS]
+
+
+class Pseudonymizer:
+    """Keyed pseudonyms for customer names; with `key=None` names are kept as they are (operator's choice)."""
+
+    def __init__(self, key: bytes | None) -> None:
+        self.key = key
+
+    def token(self, name: str) -> str:
+        if self.key is None:
+            return name
+        digest = hmac.new(self.key, fold(name).encode(), hashlib.sha256).hexdigest()
+        return f"name:{digest[:16]}"
+
+    def arguments(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """Arguments fit for the log, and the names found in them."""
+        out, names = dict(arguments), []
+        for key, value in arguments.items():
+            if (tool, key) in NAME_ARGUMENTS and isinstance(value, str) and not _WHOLE_ID.match(value.strip()):
+                names.append(value.strip())
+                out[key] = self.token(value)
+        return out, names
+
+    def text(self, text: str, names: Iterable[str]) -> str:
+        """`text` with every occurrence of the given names (longest first, any case) pseudonymised."""
+        if self.key is None:
+            return text
+        for name in sorted({n for n in names if len(n.strip()) >= 2}, key=len, reverse=True):
+            pattern = r"\s+".join(re.escape(part) for part in name.split())
+            text = re.sub(pattern, self.token(name), text, flags=re.IGNORECASE)
+        return text
+
+
+def result_names(text: str) -> list[str]:
+    """Customer names in a tool result: the `name` fields next to a `customer_id` in its JSON."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    found: list[str] = []
+    stack: list[Any] = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("name"), str) and "customer_id" in item:
+                found.append(item["name"])
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found

@@ -1,0 +1,128 @@
+"""Per-user request rate limits: a sliding one-minute window, in Redis (shared by API replicas) or in memory.
+
+The Redis window is one sorted set per user scored by Redis' own clock, updated by one Lua script, so
+several agent-api replicas count the same requests. The memory window is per process: with N replicas a
+user gets up to N times the limit (fine for one replica, documented for more). When Redis cannot be
+reached the limiter lets requests through and logs it: it protects the GPU's fairness, not access.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from typing import Protocol
+
+import redis.asyncio as aioredis
+import structlog
+from redis.exceptions import RedisError
+
+from agent.errors import AgentError
+from agent.settings import Settings
+
+log = structlog.get_logger("agent.ratelimit")
+WINDOW_S = 60.0
+KEY_PREFIX = "agent:ratelimit:"
+
+# Returns -1 when admitted, else milliseconds until the oldest request in the window leaves it.
+SLIDING_WINDOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now - window)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], window)
+  return -1
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return math.max(1, tonumber(oldest[2]) + window - now)
+"""
+
+
+class RateLimited(AgentError):
+    status = 429
+    type = "rate_limit_error"
+    code = "rate_limited"
+
+
+class RateLimiter(Protocol):
+    async def hit(self, key: str) -> float | None:
+        """Count one request for `key`; None when admitted, else seconds until one would be."""
+
+    async def aclose(self) -> None: ...
+
+
+class NoLimit:
+    async def hit(self, key: str) -> float | None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+class MemoryLimiter:
+    """Sliding window log per key, in this process only."""
+
+    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit, self.clock = per_minute, clock
+        self._hits: dict[str, deque[float]] = {}
+        self._lock = asyncio.Lock()
+
+    async def hit(self, key: str) -> float | None:
+        now = self.clock()
+        async with self._lock:
+            hits = self._hits.setdefault(key, deque())
+            while hits and hits[0] <= now - WINDOW_S:
+                hits.popleft()
+            if len(hits) < self.limit:
+                hits.append(now)
+                return None
+            return max(0.001, hits[0] + WINDOW_S - now)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class RedisLimiter:
+    def __init__(self, url: str, per_minute: int) -> None:
+        self.limit = per_minute
+        self.redis = aioredis.from_url(url, socket_connect_timeout=1.0, socket_timeout=1.0)
+        self._script = self.redis.register_script(SLIDING_WINDOW)
+
+    async def hit(self, key: str) -> float | None:
+        try:
+            wait_ms = int(
+                await self._script(keys=[KEY_PREFIX + key], args=[int(WINDOW_S * 1000), self.limit, uuid.uuid4().hex])
+            )
+        except (RedisError, OSError) as exc:
+            log.warning("rate_limit_unavailable", error=type(exc).__name__)
+            return None
+        return None if wait_ms < 0 else wait_ms / 1000
+
+    async def aclose(self) -> None:
+        await self.redis.aclose()
+
+
+def make_limiter(settings: Settings) -> RateLimiter:
+    if settings.rate_limit_per_minute == 0:
+        return NoLimit()
+    backend = settings.rate_limit_backend
+    if backend == "auto":
+        backend = "redis" if settings.model_backend == "queue" else "memory"
+    if backend == "redis":
+        return RedisLimiter(settings.redis_url, settings.rate_limit_per_minute)
+    return MemoryLimiter(settings.rate_limit_per_minute)
+
+
+async def enforce(limiter: RateLimiter, key: str, per_minute: int) -> None:
+    """Raise RateLimited (429 with Retry-After) when `key` used up its requests for the last minute."""
+    wait = await limiter.hit(key)
+    if wait is not None:
+        raise RateLimited(
+            f"Rate limit reached: at most {per_minute} requests per minute per user. "
+            f"Try again in {max(1, round(wait))} s.",
+            retry_after=wait,
+        )

@@ -1,0 +1,225 @@
+"""agent-worker: the RQ worker that runs LLM rounds on one GPU, one at a time, and reports its state.
+
+The process has two threads. The main thread is an RQ `SimpleWorker` (no fork per job: Ollama holds the
+GPU in its own process, and forking would cost ~10 ms per round and lose in-job metrics) reading the
+continuing-rounds queue before the new-rounds queue. A second thread runs an asyncio loop that owns the
+Redis and HTTP clients: jobs run their round on it (agent.jobs), and between rounds it warms the model up
+and writes this worker's status (model present, Ollama version, heartbeat) to Redis every second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+
+import httpx
+import redis.asyncio as aioredis
+import structlog
+from prometheus_client import start_http_server
+from redis import Redis
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import RedisError
+from redis.retry import Retry
+from rq import Queue, SimpleWorker
+from rq.serializers import JSONSerializer
+from rq.utils import now
+
+from agent import jobs
+from agent.logs import configure
+from agent.metrics import GPU_BUSY
+from agent.ollama import ollama_status, pull_hint
+from agent.settings import Settings, get_settings
+
+STATUS_EVERY = 1.0
+PROBE_EVERY = 15.0  # re-read /api/tags this often (faster while Ollama or the model is missing)
+
+log = structlog.get_logger("agent.worker")
+
+
+class GpuWorker(SimpleWorker):
+    """SimpleWorker that reconnects to a restarted Redis within ~2 s instead of backing off to 60 s."""
+
+    exponential_backoff_factor = 1.5
+    max_connection_wait_time = 2.0
+    log_job_description = False  # descriptions never hold prompts, but keep RQ's lines short anyway
+
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        # RQ sends this as two unpipelined commands up to three times per job, between one generation and
+        # the next; its key lives worker_ttl + 60 = 480 s, so refreshing it every few seconds is plenty.
+        last = self.last_heartbeat
+        if pipeline is None and timeout is None and last is not None and (now() - last).total_seconds() < 5:
+            return
+        super().heartbeat(timeout, pipeline)
+
+
+def _async_redis(url: str) -> aioredis.Redis:
+    # One quick retry survives a pooled connection that a Redis restart closed; no 10-retry backoff.
+    return aioredis.Redis.from_url(
+        url,
+        decode_responses=True,
+        socket_timeout=5,
+        socket_connect_timeout=2,
+        retry=AsyncRetry(ExponentialBackoff(cap=0.2, base=0.05), 1),
+    )
+
+
+def start_runtime(settings: Settings, worker_id: str) -> jobs.Runtime:
+    """Start the event-loop thread and build the clients on it."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="agent-worker-loop", daemon=True)
+    thread.start()
+
+    async def build() -> jobs.Runtime:
+        http = httpx.AsyncClient(timeout=httpx.Timeout(settings.round_timeout_seconds, connect=5.0))
+        return jobs.Runtime(settings, worker_id, loop, _async_redis(settings.redis_url), http)
+
+    return asyncio.run_coroutine_threadsafe(build(), loop).result()
+
+
+class StatusReporter:
+    """Warms the model up with the rounds' own options and publishes this worker's status to Redis."""
+
+    def __init__(self, rt: jobs.Runtime) -> None:
+        self.rt = rt
+        self.status: dict[str, Any] = {
+            "worker": rt.worker_id,
+            "gpu_id": rt.settings.gpu_id,
+            "ollama_url": rt.settings.ollama_url,
+            "model": rt.settings.ollama_model,
+            "pid": os.getpid(),
+            "ollama_reachable": False,
+            "model_present": False,
+            "warmed": False,
+            "models": [],
+            "ollama_version": None,
+            "detail": "starting",
+        }
+        self._probed = 0.0
+
+    async def run(self) -> None:
+        while True:
+            if time.monotonic() - self._probed >= self._probe_interval():
+                await self.probe()
+            await self.publish()
+            await asyncio.sleep(STATUS_EVERY)
+
+    def _probe_interval(self) -> float:
+        healthy = self.status["model_present"] and self.status["warmed"]
+        return PROBE_EVERY if healthy else 3.0
+
+    async def probe(self) -> None:
+        self._probed = time.monotonic()
+        settings, url = self.rt.settings, self.rt.ollama_url
+        status = await ollama_status(self.rt.http, url)
+        present = _has_model(status.models, settings.ollama_model)
+        self.status.update(
+            ollama_reachable=status.reachable,
+            ollama_version=status.version,
+            models=status.models,
+            model_present=present,
+        )
+        if not status.reachable:
+            self.status.update(warmed=False, detail=status.detail)
+        elif not present:
+            self.status.update(
+                warmed=False,
+                detail=f"model {settings.ollama_model} missing in Ollama at {url}: {pull_hint(settings.ollama_model)}",
+            )
+        elif not self.status["warmed"]:
+            await self.warm_up()
+
+    async def warm_up(self) -> None:
+        """Load the model with exactly the options real rounds send (another num_ctx would reload it)."""
+        settings = self.rt.settings
+        body = {"model": settings.ollama_model, "messages": [], "stream": False, "options": settings.round_options()}
+        started = time.monotonic()
+        try:
+            resp = await self.rt.http.post(f"{self.rt.ollama_url}/api/chat", json=body)
+            warmed = resp.status_code == 200
+            detail = "ready" if warmed else f"warm-up failed: HTTP {resp.status_code} {resp.text[:200]}"
+        except httpx.HTTPError as exc:
+            warmed, detail = False, f"warm-up failed: {type(exc).__name__}"
+        self.status.update(warmed=warmed, detail=detail)
+        log.info(
+            "model_warmed" if warmed else "model_warm_up_failed",
+            model=settings.ollama_model,
+            seconds=round(time.monotonic() - started, 3),
+            options=settings.round_options(),
+            detail=detail,
+        )
+
+    async def publish(self) -> None:
+        self.status["heartbeat"] = time.time()
+        try:
+            pipe = self.rt.redis.pipeline(transaction=False)
+            pipe.set(jobs.worker_status_key(self.rt.worker_id), json.dumps(self.status), ex=jobs.STATUS_TTL)
+            pipe.sadd(jobs.WORKERS_SET, self.rt.worker_id)
+            await pipe.execute()
+        except RedisError as exc:  # Redis restarting: the RQ loop reconnects too; keep trying
+            log.warning("status_publish_failed", error=str(exc))
+
+    async def withdraw(self) -> None:
+        with contextlib.suppress(RedisError):
+            await self.rt.redis.delete(jobs.worker_status_key(self.rt.worker_id))
+            await self.rt.redis.srem(jobs.WORKERS_SET, self.rt.worker_id)
+
+
+def _has_model(models: list[str], wanted: str) -> bool:
+    full = wanted if ":" in wanted else f"{wanted}:latest"
+    return wanted in models or full in models
+
+
+def worker_id(settings: Settings) -> str:
+    """Unique per process, so a restart never waits for a dead worker's name to expire (RQ's --name trap)."""
+    return f"{settings.gpu_id}.{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:6]}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="agent-worker", description=__doc__.splitlines()[0])
+    parser.add_argument("--burst", action="store_true", help="exit once the queues are empty (tests, benches)")
+    args = parser.parse_args(argv)
+    settings = get_settings()
+    configure(settings.log_level, service="agent-worker")
+    start_http_server(settings.worker_metrics_port, addr=settings.worker_metrics_host)
+    GPU_BUSY.labels(settings.gpu_id).set(0)
+    wid = worker_id(settings)
+    rt = start_runtime(settings, wid)
+    jobs.install_runtime(rt)
+    reporter = StatusReporter(rt)
+    status_task = asyncio.run_coroutine_threadsafe(reporter.run(), rt.loop)
+    conn = Redis.from_url(
+        settings.redis_url,
+        socket_connect_timeout=2,
+        health_check_interval=30,
+        retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
+    )
+    queues = [Queue(name, connection=conn, serializer=JSONSerializer) for name in jobs.QUEUE_ORDER]
+    worker = GpuWorker(queues, connection=conn, serializer=JSONSerializer, name=wid)
+    log.info(
+        "worker_started",
+        worker=wid,
+        gpu_id=settings.gpu_id,
+        ollama_url=settings.ollama_url,
+        metrics_port=settings.worker_metrics_port,
+    )
+    try:
+        rq_level = "DEBUG" if settings.log_level.upper() == "DEBUG" else "WARNING"
+        worker.work(burst=args.burst, logging_level=rq_level)
+    finally:
+        status_task.cancel()
+        asyncio.run_coroutine_threadsafe(reporter.withdraw(), rt.loop).result(timeout=5)
+        jobs.install_runtime(None)
+        log.info("worker_stopped", worker=wid)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""The GPU queue with real Redis, real agent-worker processes and the scripted Ollama: ordering and limits."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from agent.errors import QueueFull
+from agent.model import RoundDone, TextDelta
+from prometheus_client import REGISTRY
+
+from tests.integration import queue_fixtures
+from tests.integration.queue_fixtures import Workers, answer, open_backend, queued, request
+from tests.support.procs import free_port, wait_until
+
+pytestmark = pytest.mark.integration
+queue_redis, queue_fake, queue_workers = (
+    queue_fixtures.queue_redis,
+    queue_fixtures.queue_fake,
+    queue_fixtures.queue_workers,
+)
+
+
+async def wait_queued(group: Workers, count: int) -> None:
+    """Wait (without blocking the loop) until `count` jobs sit in the queues."""
+    await asyncio.to_thread(wait_until, lambda: len(queued(group)) == count, 10.0, 0.01, f"{count} queued")
+
+
+async def test_sixteen_concurrent_rounds_run_one_generation_at_a_time(queue_workers: Workers) -> None:
+    queue_fake = queue_workers.fake
+    queue_fake.script({"default": {"content": "one two three four"}, "token_delay": 0.01})
+    queue_workers.start()
+    waits_before = REGISTRY.get_sample_value("agent_queue_wait_seconds_count") or 0.0
+    async with open_backend(queue_workers) as backend:
+        texts = await asyncio.gather(*(answer(backend, request(f"q{i}")) for i in range(16)))
+    assert texts == ["one two three four"] * 16
+    assert REGISTRY.get_sample_value("agent_queue_wait_seconds_count") == waits_before + 16
+    stats = queue_fake.stats()
+    assert stats["generations"] == 16
+    assert stats["peak"] == 1
+
+
+async def test_tokens_stream_as_the_gpu_makes_them_and_worker_exports_metrics(queue_workers: Workers) -> None:
+    queue_fake = queue_workers.fake
+    queue_fake.script({"default": {"content": "a b c d e f"}, "token_delay": 0.3})
+    metrics_port = free_port()
+    proc = queue_workers.start(WORKER_METRICS_PORT=str(metrics_port))
+    async with open_backend(queue_workers) as backend:
+        loop = asyncio.get_running_loop()
+        arrivals: list[float] = []
+        async for event in backend.stream_round(request("stream", request_id="rid-stream")):
+            if isinstance(event, TextDelta):
+                arrivals.append(loop.time())
+            if isinstance(event, RoundDone):
+                assert event.queue_wait_s is not None and event.completion_tokens == 6
+    assert len(arrivals) == 6
+    assert arrivals[-1] - arrivals[0] > 1.0  # delivered one by one, not buffered to the end
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5)).text
+    assert 'agent_gpu_busy{gpu="gpu0"} 0.0' in text
+    assert 'agent_round_duration_seconds_count{model="qwen3:4b",round="1"} 1.0' in text
+    assert 'agent_llm_tokens_total{kind="completion",model="qwen3:4b"} 6.0' in text
+    assert "agent_llm_time_to_first_token_seconds_count 1.0" in text
+    assert '"request_id": "rid-stream"' in proc.output()  # one request_id from API to worker logs
+
+
+async def test_two_workers_on_one_gpu_never_generate_at_once(queue_workers: Workers) -> None:
+    queue_fake = queue_workers.fake
+    queue_fake.script({"default": {"content": "x y z"}, "token_delay": 0.02})
+    first, second = queue_workers.start(), queue_workers.start()
+    async with open_backend(queue_workers) as backend:
+        texts = await asyncio.gather(*(answer(backend, request(f"w{i}")) for i in range(12)))
+    assert texts == ["x y z"] * 12
+    assert queue_fake.stats()["peak"] == 1
+    # Both workers really took rounds: the GPU lock, not luck, kept the generations apart.
+    assert "round_finished" in first.output() and "round_finished" in second.output()
+
+
+async def test_rounds_of_conversations_under_way_overtake_new_ones(queue_workers: Workers) -> None:
+    queue_fake = queue_workers.fake
+    queue_fake.script(
+        {
+            "rules": [{"when": {"user_contains": "hog"}, "reply": {"content": "done", "first_token_delay": 3.0}}],
+            "default": {"content": "ok"},
+        }
+    )
+    queue_workers.start()
+    async with open_backend(queue_workers) as backend:
+        hog = asyncio.create_task(answer(backend, request("hog")))
+        await asyncio.to_thread(wait_until, lambda: queue_fake.stats()["active"] == 1, 10.0, 0.01, "hog running")
+        tasks = []
+        for name, round_no in (("new-a", 1), ("new-b", 1), ("later", 3)):
+            tasks.append(asyncio.create_task(answer(backend, request(name, round_no))))
+            await wait_queued(queue_workers, len(tasks))
+        await asyncio.gather(hog, *tasks)
+    order = [r["messages"][-1]["content"] for r in queue_fake.requests() if r["messages"]]
+    assert order == ["hog", "later", "new-a", "new-b"]
+
+
+async def test_full_queue_is_refused_with_retry_after_from_recent_round_times(queue_workers: Workers) -> None:
+    queue_fake = queue_workers.fake
+    queue_fake.script(
+        {
+            "rules": [{"when": {"user_contains": "hog"}, "reply": {"content": "done", "first_token_delay": 3.0}}],
+            "default": {"content": "ok"},
+        }
+    )
+    queue_workers.start()
+    queue_workers.redis.client().lpush("agent:round_times", *["7.0"] * 5)
+    async with open_backend(queue_workers, max_queue_depth=2) as backend:
+        hog = asyncio.create_task(answer(backend, request("hog")))
+        await asyncio.to_thread(wait_until, lambda: queue_fake.stats()["active"] == 1, 10.0, 0.01, "hog running")
+        waiting = [asyncio.create_task(answer(backend, request(f"wait{i}"))) for i in range(2)]
+        await wait_queued(queue_workers, 2)
+        rejected_before = REGISTRY.get_sample_value("agent_rejected_total", {"reason": "queue_full"}) or 0.0
+        with pytest.raises(QueueFull) as refused:
+            await answer(backend, request("one too many"))
+        assert REGISTRY.get_sample_value("agent_rejected_total", {"reason": "queue_full"}) == rejected_before + 1
+        assert REGISTRY.get_sample_value("agent_queue_depth") == 2
+        assert refused.value.retry_after == 7
+        assert "MAX_QUEUE_DEPTH=2" in refused.value.message
+        assert len(queue_workers.redis.client().keys("rq:job:*")) == 3  # the refused job left nothing behind
+        assert await asyncio.gather(hog, *waiting) == ["done", "ok", "ok"]
+
+
+async def test_disconnect_removes_the_queued_job_and_stops_the_running_generation(queue_workers: Workers) -> None:
+    queue_fake = queue_workers.fake
+    queue_fake.script({"default": {"content": " ".join(["tok"] * 200)}, "token_delay": 0.05})
+    queue_workers.start()
+    async with open_backend(queue_workers) as backend:
+        running = backend.stream_round(request("running"))
+        first = await anext(running)
+        while not isinstance(first, TextDelta):
+            first = await anext(running)
+        waiter = asyncio.create_task(answer(backend, request("queued")))
+        await wait_queued(queue_workers, 1)
+        job_id = queued(queue_workers)[0]
+        waiter.cancel()  # the API's request task is cancelled when its client goes away
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert queued(queue_workers) == []
+        assert not queue_workers.redis.client().exists(f"rq:job:{job_id}")
+        await running.aclose()  # the streaming client goes away mid-answer
+        await asyncio.to_thread(
+            wait_until, lambda: queue_fake.stats()["cancelled"] == 1, 5.0, 0.02, "generation cancelled"
+        )
+        assert queue_fake.stats()["active"] == 0
+        queue_fake.script({"default": {"content": "next"}})
+        assert await answer(backend, request("after")) == "next"  # the GPU is free again at once
+    assert [r["messages"][-1]["content"] for r in queue_fake.requests() if r["messages"]] == ["running", "after"]

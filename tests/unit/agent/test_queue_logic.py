@@ -1,0 +1,63 @@
+"""Pure parts of the GPU queue: Retry-After estimation, queue choice, error round trip, URL redaction."""
+
+from __future__ import annotations
+
+import pytest
+from agent import jobs
+from agent.errors import DependencyDown, ModelNotFound, QueueTimeout, UpstreamError
+from agent.model import RoundRequest
+from agent.queue import _error_from, estimate_retry_after, queue_for, redacted
+
+
+def make(round_no: int) -> RoundRequest:
+    return RoundRequest(model="m", messages=[], tools=None, options={}, round=round_no)
+
+
+@pytest.mark.parametrize(
+    ("durations", "depth", "max_depth", "workers", "expected"),
+    [
+        ([4.0, 6.0], 32, 32, 1, 5),  # one slot must free up: one mean round time
+        ([4.0, 6.0], 34, 32, 1, 15),  # three rounds over the limit (several API replicas raced)
+        ([4.0, 6.0], 32, 32, 2, 3),  # two GPUs drain twice as fast (ceil of 2.5)
+        ([], 32, 32, 1, 10),  # no history yet: the fallback round time
+        ([0.01] * 5, 32, 32, 1, 1),  # never below one second
+        ([500.0], 32, 32, 1, 120),  # never above two minutes
+        ([10.0], 5, 32, 0, 10),  # no live worker counted: treated as one
+    ],
+)
+def test_retry_after_comes_from_recent_round_times(
+    durations: list[float], depth: int, max_depth: int, workers: int, expected: int
+) -> None:
+    assert estimate_retry_after(durations, depth, max_depth, workers) == expected
+
+
+def test_rounds_of_conversations_under_way_use_the_queue_read_first() -> None:
+    assert queue_for(make(1)) == jobs.QUEUE_NEW
+    assert queue_for(make(2)) == jobs.QUEUE_CONTINUING
+    assert queue_for(make(5)) == jobs.QUEUE_CONTINUING
+    assert queue_for(make(3), continuing_first=False) == jobs.QUEUE_NEW
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        ModelNotFound("Model 'x' is not available: pull it", param="model"),
+        QueueTimeout("waited too long"),
+        DependencyDown("Ollama is unreachable", retry_after=5),
+    ],
+)
+def test_worker_errors_come_back_as_the_same_class(exc: Exception) -> None:
+    assert isinstance(exc, ModelNotFound | QueueTimeout | DependencyDown)
+    rebuilt = _error_from(jobs.error_entry(exc))
+    assert type(rebuilt) is type(exc)
+    assert (rebuilt.message, rebuilt.param, rebuilt.retry_after) == (exc.message, exc.param, exc.retry_after)
+
+
+def test_unknown_worker_error_names_become_upstream_errors() -> None:
+    assert type(_error_from({"kind": "error", "error": "ValueError", "message": "boom"})) is UpstreamError
+    assert type(_error_from({"kind": "error", "error": "os", "message": "boom"})) is UpstreamError
+
+
+def test_redis_url_in_messages_never_carries_the_password() -> None:
+    assert redacted("redis://:s3cret@redis:6379/0") == "redis://redis:6379/0"
+    assert redacted("redis://user:pw@10.0.0.5/2") == "redis://10.0.0.5:6379/2"
