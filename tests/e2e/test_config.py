@@ -1,0 +1,189 @@
+"""The compose files, Prometheus rules and Grafana provisioning are valid and keep the hardening promises."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.stack import REPO, Stack, run
+
+pytestmark = pytest.mark.e2e
+
+OURS = ["agent-api", "agent-worker", "mcp-server"]
+PROMETHEUS_IMAGE = "local-agent/prometheus-debian:e2e"
+
+
+def config(*files: str) -> dict[str, Any]:
+    args = [arg for name in files for arg in ("-f", name)]
+    out = run(
+        ["docker", "compose", "-p", "la-config", *args, "config", "--format", "json"], env={"COMPOSE_BAKE": "false"}
+    ).stdout
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+@pytest.fixture(scope="module")
+def base(docker_ready: None) -> dict[str, Any]:
+    return config("docker-compose.yml")
+
+
+def test_base_reserves_the_gpu_and_the_cpu_override_drops_it(base: dict[str, Any]) -> None:
+    devices = base["services"]["ollama"]["deploy"]["resources"]["reservations"]["devices"]
+    assert devices[0]["driver"] == "nvidia" and devices[0]["capabilities"] == ["gpu"]
+    cpu = config("docker-compose.yml", "compose.cpu.yml")
+    assert "deploy" not in cpu["services"]["ollama"]
+    assert cpu["services"].keys() == base["services"].keys()
+
+
+def test_our_containers_are_hardened(base: dict[str, Any]) -> None:
+    for name in OURS:
+        svc = base["services"][name]
+        assert svc["user"] == "10001:10001", name
+        assert svc["read_only"] is True, name
+        assert svc["cap_drop"] == ["ALL"] and "cap_add" not in svc, name
+        assert "no-new-privileges:true" in svc["security_opt"], name
+        assert any(t.startswith("/tmp") for t in svc["tmpfs"]), name
+        assert svc["pids_limit"] > 0 and svc["mem_limit"], name
+        assert svc["healthcheck"]["test"][0] == "CMD", name
+        assert svc["logging"]["driver"] == "json-file" and svc["logging"]["options"]["max-size"], name
+        assert "container_name" not in svc, name
+    for name in ("agent-api", "agent-worker"):
+        assert base["services"][name]["stop_grace_period"] == "2m30s"
+
+
+def test_only_the_api_and_grafana_publish_ports(base: dict[str, Any]) -> None:
+    published = {name for name, svc in base["services"].items() if svc.get("ports")}
+    assert published == {"agent-api", "grafana"}
+    assert [p["target"] for p in base["services"]["agent-api"]["ports"]] == [8000]
+
+
+def test_sandboxed_services_sit_on_internal_networks_only(base: dict[str, Any]) -> None:
+    internal = {name for name, net in base["networks"].items() if net.get("internal")}
+    for name in ("mcp-server", "ollama", "redis", "agent-worker"):
+        assert set(base["services"][name]["networks"]) <= internal, name
+    assert set(base["services"]["mcp-server"]["networks"]) == {"tools", "monitoring"}
+    tools_members = {n for n, s in base["services"].items() if "tools" in s.get("networks", {})}
+    assert tools_members == {"agent-api", "mcp-server"}
+    pull_net = base["services"]["ollama-pull"]["networks"]
+    assert [n for n in pull_net if n not in internal] == ["pull"]
+
+
+def test_ollama_settings_follow_the_design(base: dict[str, Any]) -> None:
+    env = base["services"]["ollama"]["environment"]
+    assert env["OLLAMA_NUM_PARALLEL"] == "1" and env["OLLAMA_KEEP_ALIVE"] == "-1"
+    assert env["OLLAMA_NOPRUNE"] == "1" and env["OLLAMA_NO_CLOUD"] == "1"
+    assert int(env["OLLAMA_CONTEXT_LENGTH"]) > 0 and env["OLLAMA_MAX_LOADED_MODELS"] == "1"
+    assert base["services"]["ollama"]["healthcheck"]["test"] == ["CMD", "ollama", "list"]
+    for name, svc in base["services"].items():
+        if "build" not in svc:
+            assert ":" in svc["image"] and not svc["image"].endswith(":latest"), name
+
+
+def test_no_secret_is_a_constant_in_the_repository(base: dict[str, Any]) -> None:
+    for svc in base["services"].values():
+        for key, value in (svc.get("environment") or {}).items():
+            if any(word in key for word in ("TOKEN", "PASSWORD")) and not key.endswith("_FILE"):
+                assert not value, f"{key} has a default value in docker-compose.yml"
+
+
+def test_every_compose_variable_is_documented() -> None:
+    text = (REPO / "docker-compose.yml").read_text() + (REPO / "compose.e2e.yml").read_text()
+    used = set(re.findall(r"\$\{([A-Z0-9_]+)", text))
+    documented = set(re.findall(r"^#?\s*([A-Z0-9_]+)=", (REPO / ".env.example").read_text(), re.M))
+    assert used <= documented, f"not in .env.example: {sorted(used - documented)}"
+
+
+def test_promtool_accepts_the_config_and_rules(built: Stack) -> None:
+    mount = f"{REPO / 'infra/prometheus'}:/etc/prometheus:ro"
+    out = run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            mount,
+            "--entrypoint",
+            "promtool",
+            PROMETHEUS_IMAGE,
+            "check",
+            "config",
+            "/etc/prometheus/prometheus.yml",
+        ]
+    ).stdout
+    assert "SUCCESS" in out and "rule files found" in out
+    run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            mount,
+            "--entrypoint",
+            "promtool",
+            PROMETHEUS_IMAGE,
+            "check",
+            "rules",
+            "/etc/prometheus/alerts.yml",
+        ]
+    )
+    rules = yaml.safe_load((REPO / "infra/prometheus/alerts.yml").read_text())["groups"][0]["rules"]
+    names = {r["alert"] for r in rules}
+    assert {"AgentQueueBackingUp", "AgentRoundSlow", "AgentWorkerDown", "OllamaDown", "AgentErrorRate"} <= names
+
+
+def dashboard() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((REPO / "infra/grafana/dashboards/local-agent-ops.json").read_text())
+    return data
+
+
+def test_grafana_provisioning_points_at_the_dashboard_and_datasource() -> None:
+    prov = REPO / "infra/grafana/provisioning"
+    ds = yaml.safe_load((prov / "datasources/prometheus.yml").read_text())["datasources"][0]
+    assert ds["type"] == "prometheus" and ds["url"] == "http://prometheus:9090"
+    provider = yaml.safe_load((prov / "dashboards/local-agent.yml").read_text())["providers"][0]
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    mounts = compose["services"]["grafana"]["volumes"]
+    assert f"./infra/grafana/dashboards:{provider['options']['path']}:ro" in mounts
+    dash = dashboard()
+    panels = [p for p in dash["panels"] if p["type"] != "row"]
+    assert len({p["id"] for p in dash["panels"]}) == len(dash["panels"])
+    for panel in panels:
+        assert panel["datasource"]["uid"] == ds["uid"], panel["title"]
+        assert panel["targets"] and all(t["expr"].strip() for t in panel["targets"]), panel["title"]
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24 and grid["h"] > 0, panel["title"]
+
+
+def test_dashboard_covers_the_design_metrics() -> None:
+    exprs = " ".join(t["expr"] for p in dashboard()["panels"] for t in p.get("targets", []))
+    for metric in (
+        "agent_request_duration_seconds",
+        "agent_round_duration_seconds",
+        "agent_queue_depth",
+        "agent_queue_wait_seconds",
+        "agent_llm_tokens_total",
+        "agent_tool_calls_total",
+        "agent_gpu_busy",
+        "agent_llm_time_to_first_token_seconds",
+        "agent_rejected_total",
+        "mcp_tool_calls_total",
+    ):
+        assert metric in exprs, metric
+    assert "by (le, round)" in exprs  # per-round percentiles, one line per round
+
+
+def panel_queries() -> list[tuple[str, str]]:
+    """Every panel query, with Grafana's $__rate_interval replaced as Grafana would (4 x scrape)."""
+    return [
+        (p["title"], t["expr"].replace("$__rate_interval", "1m"))
+        for p in dashboard()["panels"]
+        for t in p.get("targets", [])
+    ]
