@@ -25,6 +25,8 @@ ROUNDS_PER_REQUEST = Histogram(
     "agent_rounds_per_request", "LLM rounds one request needed", buckets=(1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
 )
 REJECTED = Counter("agent_rejected_total", "Requests refused before reaching the model", ["reason"])
+OLLAMA_UP = Gauge("agent_ollama_up", "1 while this worker's Ollama answers, 0 otherwise", ["gpu"])
+MODEL_PRESENT = Gauge("agent_model_present", "1 when the configured model is pulled in this worker's Ollama", ["gpu"])
 GPU_BUSY = Gauge("agent_gpu_busy", "1 while this worker's GPU is generating", ["gpu"])
 
 # Tool names reach labels only after validation against the MCP server's list, so the set stays bounded;

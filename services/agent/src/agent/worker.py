@@ -35,7 +35,7 @@ from rq.utils import now
 
 from agent import jobs
 from agent.logs import configure
-from agent.metrics import GPU_BUSY
+from agent.metrics import GPU_BUSY, MODEL_PRESENT, OLLAMA_UP
 from agent.ollama import ollama_status, pull_hint
 from agent.settings import Settings, get_settings
 
@@ -127,6 +127,8 @@ class StatusReporter:
             models=status.models,
             model_present=present,
         )
+        OLLAMA_UP.labels(settings.gpu_id).set(1 if status.reachable else 0)
+        MODEL_PRESENT.labels(settings.gpu_id).set(1 if present else 0)
         if not status.reachable:
             self.status.update(warmed=False, detail=status.detail)
         elif not present:
