@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +92,12 @@ def agent_env(ollama_url: str, mcp: McpServer, port: int, **extra: str) -> dict[
         "MODEL_BACKEND": "direct",
         "LOG_LEVEL": "INFO",
         "EXTRA_MODELS": "qwen2.5:3b",
+        # These tests exercise the API itself: authentication and rate limits are off (their own tests are
+        # test_auth_*.py) and the audit log goes to a private directory, never into the repository.
+        "AGENT_AUTH": "none",
+        "ANONYMOUS_ROLE": "admin",
+        "RATE_LIMIT_PER_MINUTE": "0",
+        "AUDIT_DIR": tempfile.mkdtemp(prefix="agent-audit-"),
         **extra,
     }
 

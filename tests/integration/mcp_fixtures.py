@@ -130,7 +130,8 @@ def tool_server(request: pytest.FixtureRequest) -> ToolServer:
 @contextlib.asynccontextmanager
 async def mcp_client(server: ToolServer, **headers: str) -> AsyncIterator[Client]:
     """The SDK client over streamable HTTP with the bearer header, as the agent connects."""
-    headers = {"Authorization": f"Bearer {server.token}", **headers}
+    # As the agent does: the bearer token plus the caller's forwarded identity (required by default).
+    headers = {"Authorization": f"Bearer {server.token}", "X-Agent-User": "tests", "X-Agent-Role": "admin", **headers}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=30) as http,
         Client(streamable_http_client(server.url, http_client=http)) as client,

@@ -145,3 +145,11 @@ def test_unknown_model_via_sdk_is_not_found(agent_api: AgentApi, sdk: openai.Ope
 def test_models_list(agent_api: AgentApi, sdk: openai.OpenAI) -> None:
     ids = [m.id for m in sdk.models.list()]
     assert ids == ["qwen3:4b", "qwen2.5:3b"]
+
+
+def test_request_id_and_request_metrics(agent_api: AgentApi) -> None:
+    resp = httpx.get(f"{agent_api.url}/v1/models", headers={"X-Request-ID": "rid-42"}, timeout=10)
+    assert resp.headers["x-request-id"] == "rid-42"
+    assert len(httpx.get(f"{agent_api.url}/healthz", timeout=10).headers["x-request-id"]) == 32
+    text = httpx.get(f"{agent_api.url}/metrics", timeout=10).text
+    assert 'agent_request_duration_seconds_count{endpoint="/v1/models",status="200"}' in text

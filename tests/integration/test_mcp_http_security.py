@@ -41,6 +41,7 @@ def post(server: ToolServer, headers: dict[str, str], auth: bool = True) -> http
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": "2025-11-25",
+        "X-Agent-Role": "admin",
     }
     if auth:
         base["Authorization"] = f"Bearer {server.token}"
@@ -128,6 +129,7 @@ def test_tool_arguments_are_not_logged(mcp_sqlite: ToolServer) -> None:
         "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": "2025-11-25",
         "Authorization": f"Bearer {mcp_sqlite.token}",
+        "X-Agent-Role": "admin",
         "X-Request-ID": "req-private-1",
     }
     body = httpx.post(mcp_sqlite.url, json=call, headers=headers, timeout=10).json()

@@ -61,7 +61,9 @@ def _percentile(samples: list[float], q: float) -> float:
 async def _measure(url: str, token: str, calls: int, warmup: int) -> list[tuple[str, float, float]]:
     rows = []
     async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+        httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}", "X-Agent-User": "bench", "X-Agent-Role": "admin"}, timeout=30
+        ) as http,
         Client(streamable_http_client(url, http_client=http)) as client,
     ):
         await client.list_tools()

@@ -26,6 +26,7 @@ from agent_tools.http import AuthMiddleware, metrics_response
 from agent_tools.logs import clean_request_id
 from agent_tools.metrics import Metrics
 from agent_tools.notes_store import NotesStore
+from agent_tools.policy import IdentityGuard, ToolForbidden, load_policy
 from agent_tools.settings import Settings
 from agent_tools.tools import discover
 
@@ -40,19 +41,27 @@ INSTRUCTIONS = (
 class ToolServer(MCPServer):
     """MCPServer that binds dependencies, request ids, metrics and one log line around every tool call."""
 
-    def __init__(self, deps: Deps, metrics: Metrics) -> None:
+    def __init__(self, deps: Deps, metrics: Metrics, guard: IdentityGuard | None = None) -> None:
         super().__init__(name="mcp-server", version=__version__, instructions=INSTRUCTIONS)
         self.deps = deps
         self.metrics = metrics
+        self.guard = guard or IdentityGuard(load_policy(None), trusted=False, require=False)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         label = name if self._tool_manager.get_tool(name) is not None else "unknown"
         token = bind(self.deps)
         started = time.perf_counter()
         outcome = "ok"
-        with structlog.contextvars.bound_contextvars(**_request_fields(context)):
+        headers, in_process = _headers(context)
+        caller = self.guard.caller(headers)
+        who = {"user": caller.user, "role": caller.role} if caller else {}
+        with structlog.contextvars.bound_contextvars(**_request_fields(context), **who):
             try:
+                self.guard.check(name, headers, in_process)  # raises before the tool can run
                 return await super().call_tool(name, arguments, context)
+            except ToolForbidden:
+                outcome = "forbidden"
+                raise
             except UnexpectedToolError:
                 outcome = "error"
                 raise
@@ -68,6 +77,15 @@ class ToolServer(MCPServer):
                 self.metrics.tool_calls.labels(label, outcome).inc()
                 self.metrics.tool_duration.labels(label).observe(elapsed)
                 log.info("tool_called", tool=label, outcome=outcome, duration_ms=round(elapsed * 1000, 2))
+
+
+def _headers(context: Context[Any, Any] | None) -> tuple[Any, bool]:
+    """The HTTP request's headers, and whether the call came from inside the process (no request)."""
+    try:
+        headers = context.headers if context is not None else None
+    except ValueError:  # in-process calls have no request context
+        return None, True
+    return headers, headers is None  # HTTP transports always carry headers; stdio and memory never do
 
 
 def _request_fields(context: Context[Any, Any] | None) -> dict[str, str]:
@@ -103,7 +121,7 @@ def build_deps(settings: Settings) -> Deps:
 
 def create_server(settings: Settings, *, metrics: Metrics | None = None) -> ToolServer:
     """The MCP server with every discovered tool registered (no HTTP)."""
-    server = ToolServer(build_deps(settings), metrics or Metrics())
+    server = ToolServer(build_deps(settings), metrics or Metrics(), IdentityGuard.from_settings(settings))
     for spec in discover():
         server.add_tool(spec.fn, name=spec.name, description=spec.description, annotations=spec.annotations)
     return server

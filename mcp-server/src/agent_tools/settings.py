@@ -56,6 +56,11 @@ class Settings(BaseSettings):
     mcp_timezone: str | None = None
     tz: str | None = None
     log_level: str = "INFO"
+    # Which tools each forwarded role may use (the agent's policy format); None: the shipped policy.yaml.
+    mcp_policy_file: Path | None = None
+    # Refuse HTTP tool calls that carry no X-Agent-Role (the agent always forwards one). false only for
+    # direct development calls; calls that do carry an identity are always checked.
+    mcp_require_identity: bool = True
 
     @field_validator("mcp_allowed_hosts", "mcp_allowed_origins", mode="before")
     @classmethod
@@ -134,5 +139,7 @@ def environ_summary() -> dict[str, str]:
         "REPORTS_DB_URL",
         "MCP_TIMEZONE",
         "TZ",
+        "MCP_POLICY_FILE",
+        "MCP_REQUIRE_IDENTITY",
     ]
     return {name: ("set" if os.environ.get(name) else "unset") for name in names}

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,13 +12,14 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from agent import __version__, access, metrics
+from agent import __version__, access
 from agent.api_ollama import OllamaRenderer
 from agent.api_openai import OpenAIRenderer
 from agent.errors import AgentError
 from agent.loop import LoopEvent, ToolLoop
 from agent.messages import normalize
 from agent.model import ModelBackend
+from agent.observe import ObserveMiddleware
 from agent.requests import capture, read_json, resolve_model
 from agent.settings import Settings
 from agent.tools import ToolBox, request_id_var
@@ -86,19 +85,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
     app.state.settings = settings
     access.install(app, settings)  # before any route: authentication applies to every route declared below
 
-    @app.middleware("http")
-    async def observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        rid = request.headers.get("x-request-id") or uuid.uuid4().hex
-        structlog.contextvars.bind_contextvars(request_id=rid)
-        request_id_var.set(rid)
-        started = time.monotonic()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        endpoint = getattr(route, "path", "unmatched")
-        metrics.REQUEST_DURATION.labels(endpoint, str(response.status_code)).observe(time.monotonic() - started)
-        response.headers["X-Request-ID"] = rid
-        structlog.contextvars.unbind_contextvars("request_id")
-        return response
+    app.add_middleware(ObserveMiddleware)
 
     @app.exception_handler(AgentError)
     async def agent_error(request: Request, exc: AgentError) -> JSONResponse:

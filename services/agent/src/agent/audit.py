@@ -63,7 +63,7 @@ def resolve_key(directory: Path, key: str | None, key_file: Path | None, *, crea
     if key:
         return key.encode()
     path = key_file or directory / AUTO_KEY
-    if not path.exists() and create:
+    if not path.exists() and create and key_file is None:  # a configured key file is never invented
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:

@@ -1,0 +1,46 @@
+"""Pure ASGI middleware: request id in logs and headers, request duration by route and status.
+
+Pure ASGI on purpose: Starlette's BaseHTTPMiddleware wraps `receive`, which hides a client's disconnect
+from `Request.is_disconnected()` (a non-streaming answer could then not be cancelled) and adds a task per
+streamed chunk.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import structlog
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agent import metrics
+from agent.tools import request_id_var
+
+
+class ObserveMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        rid = headers.get(b"x-request-id", b"").decode("latin-1")[:64] or uuid.uuid4().hex
+        structlog.contextvars.bind_contextvars(request_id=rid)
+        request_id_var.set(rid)
+        started, status = time.monotonic(), 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", rid.encode("latin-1"))]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            endpoint = getattr(scope.get("route"), "path", "unmatched")
+            metrics.REQUEST_DURATION.labels(endpoint, str(status)).observe(time.monotonic() - started)
+            structlog.contextvars.unbind_contextvars("request_id")

@@ -1,0 +1,80 @@
+"""The roles → tools policy: the shipped roles, file validation, SSO group mapping, one format for both servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from agent.policy import Policy, PolicyError, load_policy
+
+REPO = Path(__file__).resolve().parents[3]
+ALL = [
+    "sistem_bilgisi",
+    "dosya_ara",
+    "dosya_oku",
+    "not_kaydet",
+    "notlari_getir",
+    "depozit_ozeti",
+    "cekim_ozeti",
+    "pozisyon_dagilimi",
+    "islem_hacmi",
+    "musteri_bakiyesi",
+    "kyc_ozeti",
+]
+
+
+def test_shipped_roles_grant_what_the_design_says() -> None:
+    policy = load_policy()
+    assert policy.tools_for("admin", ALL) == ALL
+    assert policy.tools_for("support", ALL) == ALL
+    assert policy.tools_for("operations", ALL) == [t for t in ALL if t != "musteri_bakiyesi"]
+    assert policy.tools_for("guest", ALL) == []
+    assert policy.tools_for("no-such-role", ALL) == []
+
+
+def test_the_mcp_server_ships_the_same_roles() -> None:
+    agent = yaml.safe_load((REPO / "services/agent/src/agent/policy.yaml").read_text())
+    tools = yaml.safe_load((REPO / "mcp-server/src/agent_tools/policy.yaml").read_text())
+    assert agent == tools
+
+
+def test_a_policy_file_replaces_the_shipped_one(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("roles:\n  auditors: [kyc_ozeti]\n  nobody:\n")
+    policy = load_policy(path)
+    assert policy.allows("auditors", "kyc_ozeti") and not policy.allows("auditors", "musteri_bakiyesi")
+    assert policy.tools_for("nobody", ALL) == [] and policy.source == str(path)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("roles: [admin]", "expected a mapping"),
+        ("roles:\n  'bad role': ['*']", "must match"),
+        ("roles:\n  ops: kyc_ozeti", "must list tool names"),
+        ("roles:\n  ops: [kyc_ozeti]\ngroups:\n  it: admins", "`groups` must map"),
+        ("roles: {ops: [", "not valid YAML"),
+    ],
+)
+def test_malformed_policies_are_refused_with_the_reason(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(text)
+    with pytest.raises(PolicyError, match=message):
+        load_policy(path)
+
+
+def test_a_missing_policy_file_is_an_error_not_an_open_door(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="cannot be read"):
+        load_policy(tmp_path / "absent.yaml")
+
+
+def test_sso_groups_map_to_the_first_listed_role() -> None:
+    policy = Policy(
+        {"admin": frozenset("*"), "support": frozenset(), "operations": frozenset()},
+        {"cn=ops,ou=groups": "operations", "helpdesk": "support"},
+    )
+    assert policy.role_for_groups(["cn=ops,ou=groups"]) == "operations"
+    assert policy.role_for_groups(["cn=ops,ou=groups", "helpdesk"]) == "support"
+    assert policy.role_for_groups(["operations", "admin"]) == "admin"
+    assert policy.role_for_groups(["marketing"]) is None
