@@ -5,7 +5,6 @@ thinking field is the answer and must stream token by token."""
 import json
 
 import httpx
-
 from agent.model import RoundRequest, TextDelta, ThinkingDelta
 from agent.ollama import stream_chat
 

@@ -121,4 +121,3 @@ async def test_tool_results_are_cut_to_the_limit(settings: Settings) -> None:
     content = backend.requests[1].messages[-1]["content"]
     assert "[truncated: 4800 more characters not shown]" in content
     assert "x" * 200 in content and "x" * 201 not in content
-
