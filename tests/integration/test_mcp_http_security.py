@@ -17,22 +17,11 @@ from mcp.client.streamable_http import streamable_http_client
 
 # mcp_sqlite is a fixture imported by name, hence F401/F811 off in this file.
 from tests.integration.mcp_fixtures import ToolServer, mcp_client, mcp_sqlite, run_server
+from tests.support.contract import TOOL_NAMES
 from tests.support.procs import VENV_BIN, free_port, wait_until
 
 pytestmark = pytest.mark.integration
-NAMES = {
-    "sistem_bilgisi",
-    "dosya_ara",
-    "dosya_oku",
-    "not_kaydet",
-    "notlari_getir",
-    "depozit_ozeti",
-    "cekim_ozeti",
-    "pozisyon_dagilimi",
-    "islem_hacmi",
-    "musteri_bakiyesi",
-    "kyc_ozeti",
-}
+NAMES = set(TOOL_NAMES)
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sistem_bilgisi", "arguments": {}}}
 
 

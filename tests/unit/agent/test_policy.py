@@ -8,20 +8,10 @@ import pytest
 import yaml
 from agent.policy import Policy, PolicyError, load_policy
 
+from tests.support.contract import TOOL_NAMES
+
 REPO = Path(__file__).resolve().parents[3]
-ALL = [
-    "sistem_bilgisi",
-    "dosya_ara",
-    "dosya_oku",
-    "not_kaydet",
-    "notlari_getir",
-    "depozit_ozeti",
-    "cekim_ozeti",
-    "pozisyon_dagilimi",
-    "islem_hacmi",
-    "musteri_bakiyesi",
-    "kyc_ozeti",
-]
+ALL = TOOL_NAMES
 
 
 def test_shipped_roles_grant_what_the_design_says() -> None:

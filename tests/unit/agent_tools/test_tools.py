@@ -11,21 +11,10 @@ from agent_tools import demo
 from agent_tools.tools import describe, discover, tool
 from mcp.server.mcpserver.exceptions import ToolError
 
+from tests.support.contract import TOOL_NAMES
 from tests.unit.agent_tools.conftest import Box
 
-NAMES = [
-    "sistem_bilgisi",
-    "dosya_ara",
-    "dosya_oku",
-    "not_kaydet",
-    "notlari_getir",
-    "depozit_ozeti",
-    "cekim_ozeti",
-    "pozisyon_dagilimi",
-    "islem_hacmi",
-    "musteri_bakiyesi",
-    "kyc_ozeti",
-]
+NAMES = TOOL_NAMES
 NEIGHBOURS = {
     "depozit_ozeti": "cekim_ozeti",
     "cekim_ozeti": "depozit_ozeti",
