@@ -1,0 +1,76 @@
+"""Both API flavours render the same loop events: OpenAI JSON/SSE and Ollama JSON/NDJSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+from agent.api_ollama import OllamaRenderer
+from agent.api_openai import OpenAIRenderer
+from agent.errors import DependencyDown
+from agent.loop import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, ToolCallEvent, Usage
+from agent.model import ToolCall
+
+TRACE = [{"name": "kyc_ozeti", "arguments": {}, "outcome": "ok", "round": 1, "result_chars": 10}]
+ANSWER = "3 pending.\n\n---\nTools used: kyc_ozeti"
+
+
+async def events(fail: bool = False) -> AsyncIterator[LoopEvent]:
+    yield ThinkingEvent("count them")
+    yield ToolCallEvent(ToolCall("call_1", "kyc_ozeti", {}), 1)
+    yield TextEvent("3 pending.")
+    if fail:
+        raise DependencyDown("Ollama is unreachable at http://ollama:11434")
+    yield TextEvent("\n\n---\nTools used: kyc_ozeti")
+    yield FinalEvent(ANSWER, "stop", Usage(20, 5), 2, TRACE)
+
+
+async def test_openai_non_streaming_shape() -> None:
+    body = await OpenAIRenderer("qwen3:4b").complete(events())
+    choice = body["choices"][0]
+    assert body["object"] == "chat.completion" and body["id"].startswith("chatcmpl-")
+    assert choice["message"] == {"role": "assistant", "content": ANSWER, "reasoning_content": "count them"}
+    assert choice["finish_reason"] == "stop"
+    assert body["usage"] == {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}
+    assert body["local_agent"] == {"tools_used": ["kyc_ozeti"], "tool_calls": TRACE, "rounds": 2}
+
+
+async def test_openai_sse_chunks_usage_and_done() -> None:
+    lines = [line async for line in OpenAIRenderer("qwen3:4b").stream(events(), include_usage=True)]
+    data = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+    assert lines[-1] == "data: [DONE]\n\n"
+    assert any(line.startswith(": calling tool kyc_ozeti") for line in lines)  # a comment, ignored by clients
+    assert data[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert "".join(d["choices"][0]["delta"].get("content", "") for d in data if d["choices"]) == ANSWER
+    assert [
+        d["choices"][0]["delta"]["reasoning_content"]
+        for d in data
+        if d["choices"] and "reasoning_content" in d["choices"][0]["delta"]
+    ] == ["count them"]
+    final = [d for d in data if d["choices"] and d["choices"][0]["finish_reason"]]
+    assert len(final) == 1 and final[0]["local_agent"]["tools_used"] == ["kyc_ozeti"]
+    assert data[-1]["choices"] == [] and data[-1]["usage"]["total_tokens"] == 25
+    assert len({d["id"] for d in data}) == 1
+
+
+async def test_openai_stream_error_after_first_byte_is_an_error_event_without_done() -> None:
+    lines = [line async for line in OpenAIRenderer("m").stream(events(fail=True), include_usage=False)]
+    last = json.loads(lines[-1][6:])
+    assert last["error"]["type"] == "service_unavailable" and "Ollama" in last["error"]["message"]
+    assert "data: [DONE]\n\n" not in lines
+
+
+async def test_ollama_non_streaming_and_ndjson() -> None:
+    body = await OllamaRenderer("qwen3:4b").complete(events())
+    assert body["message"] == {"role": "assistant", "content": ANSWER, "thinking": "count them"}
+    assert body["done"] is True and body["done_reason"] == "stop" and body["eval_count"] == 5
+    lines = [json.loads(line) async for line in OllamaRenderer("qwen3:4b").stream(events())]
+    assert [line["done"] for line in lines] == [False, False, False, True]
+    assert "".join(line["message"]["content"] for line in lines) == ANSWER
+    assert lines[0]["message"]["thinking"] == "count them"
+    assert lines[-1]["local_agent"]["rounds"] == 2
+
+
+async def test_ollama_stream_error_line() -> None:
+    lines = [json.loads(line) async for line in OllamaRenderer("m").stream(events(fail=True))]
+    assert lines[-1] == {"error": "Ollama is unreachable at http://ollama:11434"}
