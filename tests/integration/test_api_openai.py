@@ -113,6 +113,7 @@ def test_thinking_is_kept_apart_from_the_answer(agent_api: AgentApi, sdk: openai
         (b'{"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]}', 404, "model_not_found"),
         (b'{"model": "qwen3:4b", "messages": [{"role": "pirate", "content": "x"}]}', 400, None),
         (b"[1, 2]", 400, None),
+        (json.dumps({"model": "qwen3:4b", "messages": [{"role": "user", "content": "x"}] * 201}).encode(), 400, None),
     ],
 )
 def test_bad_requests_get_clear_4xx_in_openai_shape(

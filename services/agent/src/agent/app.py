@@ -15,12 +15,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from agent import __version__, access
 from agent.api_ollama import OllamaRenderer
 from agent.api_openai import OpenAIRenderer
-from agent.errors import AgentError
+from agent.errors import AgentError, BadRequest
 from agent.loop import LoopEvent, ToolLoop
 from agent.messages import normalize
 from agent.model import ModelBackend
 from agent.observe import ObserveMiddleware
 from agent.requests import capture, read_json, resolve_model
+from agent.routes_info import add_info_routes
 from agent.settings import Settings
 from agent.tools import ToolBox, request_id_var
 
@@ -98,7 +99,9 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
         model = resolve_model(data, settings)
         conversation = normalize(data.get("messages"), settings.keep_client_system)
         if len(conversation) > settings.max_messages:
-            raise AgentError(f"too many messages ({len(conversation)} > {settings.max_messages})")
+            raise BadRequest(
+                f"too many messages ({len(conversation)} > MAX_MESSAGES={settings.max_messages})", param="messages"
+            )
         loop: ToolLoop = request.app.state.loop
         events = loop.run(conversation, model, access.caller(request), request_id_var.get())
         return model, access.audited(request, model, conversation, events)
@@ -122,8 +125,6 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
         if data.get("stream", True) is False:
             return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
         return StreamingResponse(renderer.stream(await _first(events)), media_type="application/x-ndjson")
-
-    from agent.routes_info import add_info_routes
 
     add_info_routes(app, settings)
 
