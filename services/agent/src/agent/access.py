@@ -15,7 +15,6 @@ from typing import Any
 
 import structlog
 from fastapi import Depends, FastAPI, Request
-from prometheus_client import Counter
 
 from agent import metrics
 from agent.audit import AuditLog, resolve_key
@@ -32,7 +31,6 @@ from agent.tools import identity_var, request_id_var
 log = structlog.get_logger("agent.access")
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/api/version"})
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/api/chat"})
-AUDIT_FAILURES = Counter("agent_audit_write_failures_total", "Audit records that could not be written")
 
 
 def _secret(value: Any, path: Any) -> str | None:
@@ -190,7 +188,7 @@ def _write(request: Request, record: dict[str, Any]) -> None:
     try:
         request.app.state.security.audit.append(record)
     except Exception as exc:  # the answer is already out: make the failure loud (metric, error log) instead
-        AUDIT_FAILURES.inc()
+        metrics.AUDIT_FAILURES.inc()
         log.error("audit_write_failed", error=f"{type(exc).__name__}: {exc}")
 
 
