@@ -1,0 +1,73 @@
+"""The agent's MCP client against a real MCP server over streamable HTTP: per-tool timeout, list cache."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import pytest
+import uvicorn
+from mcp.server import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+
+from agent.tools import ToolBox
+from tests.support.procs import free_port, wait_until
+
+
+@pytest.fixture(scope="module")
+def slow_server() -> Iterator[tuple[str, MCPServer]]:
+    """A minimal MCP server with one slow tool, served by uvicorn on loopback."""
+    server = MCPServer("slow")
+
+    @server.tool()
+    async def sleepy(seconds: float) -> str:
+        """Sleeps, then says so."""
+        await asyncio.sleep(seconds)
+        return f"slept {seconds}"
+
+    app = server.streamable_http_app(
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(allowed_hosts=["127.0.0.1:*"]),
+    )
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    uv = uvicorn.Server(config)
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    wait_until(lambda: uv.started, what="the slow MCP server")
+    yield f"http://127.0.0.1:{port}/mcp", server
+    uv.should_exit = True
+    thread.join(timeout=10)
+
+
+async def test_a_slow_tool_becomes_an_error_result_and_the_client_keeps_working(
+    slow_server: tuple[str, MCPServer],
+) -> None:
+    box = ToolBox(slow_server[0], None, timeout=0.5, cache_seconds=60)
+    try:
+        slow = await box.call("sleepy", {"seconds": 3})
+        assert slow.is_error and "did not answer within 0.5 seconds" in slow.text
+        fast = await box.call("sleepy", {"seconds": 0})
+        assert not fast.is_error and fast.text == "slept 0.0"
+    finally:
+        await box.aclose()
+
+
+async def test_the_tool_list_is_cached_until_refreshed(slow_server: tuple[str, MCPServer]) -> None:
+    url, server = slow_server
+    box = ToolBox(url, None, timeout=5, cache_seconds=60)
+    try:
+        assert [t.name for t in await box.list_tools()] == ["sleepy"]
+
+        @server.tool()
+        def added() -> str:
+            """A tool added while the agent runs."""
+            return "new"
+
+        assert [t.name for t in await box.list_tools()] == ["sleepy"]  # served from the cache
+        assert sorted(t.name for t in await box.list_tools(refresh=True)) == ["added", "sleepy"]
+    finally:
+        server.remove_tool("added")
+        await box.aclose()
