@@ -46,7 +46,7 @@ def built(docker_ready: None) -> Stack:
 def stack(built: Stack) -> Iterator[Stack]:
     try:
         built.up()
-        built.api_key = built.add_api_key("e2e", "admin")
+        built.api_key = built.bootstrap_key()  # what keys-init printed on the first start
     except Exception:
         print(built.logs(), file=sys.stderr)
         built.down()

@@ -53,6 +53,14 @@ def build_env() -> dict[str, str]:
     }
 
 
+def printed_key(output: str) -> str:
+    """The key `agent-admin keys add|bootstrap` prints once, indented by four spaces inside its banner."""
+    match = re.search(r"^\s{4}(\S+)\s*$", output, re.M)
+    if match is None:
+        raise StackError(f"no key in agent-admin's output:\n{output}")
+    return match.group(1)
+
+
 @dataclass
 class Stack:
     """One running compose project; every helper names it with -p, so parallel runs do not collide."""
@@ -66,14 +74,13 @@ class Stack:
         return {"Authorization": f"Bearer {self.api_key}"}
 
     def add_api_key(self, name: str, role: str) -> str:
-        """Create a key the way an operator does (agent.admin in the running API container)."""
-        out = self.compose(
-            "exec", "-T", "agent-api", "python3", "-m", "agent.admin", "keys", "add", name, "--role", role
-        ).stdout
-        match = re.search(r"^\s{4}(\S+)\s*$", out, re.M)
-        if match is None:
-            raise StackError(f"no key in agent.admin's output:\n{out}")
-        return match.group(1)
+        """Create a key the way an operator does: keys-init (the volume's only writer) runs `agent-admin`."""
+        out = self.compose("run", "--rm", "-T", "keys-init", "agent-admin", "keys", "add", name, "--role", role).stdout
+        return printed_key(out)
+
+    def bootstrap_key(self) -> str:
+        """The first admin key, as an operator reads it: `docker compose logs keys-init`."""
+        return printed_key(self.compose("logs", "--no-color", "--no-log-prefix", "keys-init").stdout)
 
     def compose(self, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess[str]:
         files = [arg for name in COMPOSE_FILES for arg in ("-f", name)]

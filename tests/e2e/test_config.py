@@ -83,6 +83,17 @@ def test_ollama_settings_follow_the_design(base: dict[str, Any]) -> None:
             assert ":" in svc["image"] and not svc["image"].endswith(":latest"), name
 
 
+def test_policy_override_mounts_one_file_read_only_into_api_keys_init_and_mcp() -> None:
+    merged = config("docker-compose.yml", "compose.policy.yml")["services"]
+    env_names = {"agent-api": "AGENT_POLICY_FILE", "keys-init": "AGENT_POLICY_FILE", "mcp-server": "MCP_POLICY_FILE"}
+    for name, variable in env_names.items():
+        target = merged[name]["environment"][variable]
+        mounts = [v for v in merged[name]["volumes"] if v["target"] == target]
+        assert len(mounts) == 1 and mounts[0]["read_only"] is True, name
+        assert mounts[0]["source"].endswith("/config/policy.yaml"), name
+    assert merged["mcp-server"]["environment"]["MCP_REQUIRE_IDENTITY"] == "true"
+
+
 def test_no_secret_is_a_constant_in_the_repository(base: dict[str, Any]) -> None:
     for svc in base["services"].values():
         for key, value in (svc.get("environment") or {}).items():
@@ -91,7 +102,7 @@ def test_no_secret_is_a_constant_in_the_repository(base: dict[str, Any]) -> None
 
 
 def test_every_compose_variable_is_documented() -> None:
-    text = (REPO / "docker-compose.yml").read_text() + (REPO / "compose.e2e.yml").read_text()
+    text = "".join(p.read_text() for p in [REPO / "docker-compose.yml", *sorted(REPO.glob("compose.*.yml"))])
     used = set(re.findall(r"\$\{([A-Z0-9_]+)", text))
     documented = set(re.findall(r"^#?\s*([A-Z0-9_]+)=", (REPO / ".env.example").read_text(), re.M))
     assert used <= documented, f"not in .env.example: {sorted(used - documented)}"
