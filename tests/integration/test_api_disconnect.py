@@ -10,8 +10,9 @@ from tests.support.procs import wait_until
 
 
 @pytest.mark.parametrize(("path", "extra"), [("/v1/chat/completions", {"stream": True}), ("/api/chat", {})])
-def test_disconnect_mid_stream_cancels_the_generation(agent_api: AgentApi, ollama: FakeOllama, path: str,
-                                                      extra: dict[str, object]) -> None:
+def test_disconnect_mid_stream_cancels_the_generation(
+    agent_api: AgentApi, ollama: FakeOllama, path: str, extra: dict[str, object]
+) -> None:
     ollama.script(default={"content": "word " * 200, "token_delay": 0.05})
     body = {"model": "qwen2.5:3b", "messages": [{"role": "user", "content": "talk a lot"}], **extra}
     with httpx.Client(timeout=30) as http, http.stream("POST", f"{agent_api.url}{path}", json=body) as resp:

@@ -24,8 +24,8 @@ import httpx
 import pytest
 import redis
 import yaml
-from agent.auth import add_key
 
+from agent.auth import add_key
 from tests.integration.conftest import FakeOllama
 from tests.support.contract import TOOL_NAMES
 from tests.support.procs import Proc, free_port, redis_server_cmd, running, wait_until

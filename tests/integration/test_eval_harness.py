@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent.prompt import SYSTEM_PROMPT
 
+from agent.prompt import SYSTEM_PROMPT
 from tests.integration.conftest import AgentApi, FakeOllama, McpServer
 from tests.support.procs import VENV_BIN
 

@@ -15,7 +15,6 @@ from typing import Any
 
 from agent.eval.matchers import matches
 from agent.eval.questions import Question, load_questions
-
 from tests.integration.conftest import AgentApi, FakeOllama
 from tests.support.procs import REPO, VENV_BIN
 

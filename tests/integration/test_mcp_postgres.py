@@ -7,6 +7,7 @@ import subprocess
 
 import httpx
 import pytest
+
 from agent_tools.db import DatabaseError, PostgresDatabase
 
 # mcp_postgres is a fixture imported by name, hence F401/F811 off in this file.

@@ -6,10 +6,10 @@ import asyncio
 
 import httpx
 import pytest
-from agent.errors import QueueFull
-from agent.model import RoundDone, TextDelta
 from prometheus_client import REGISTRY
 
+from agent.errors import QueueFull
+from agent.model import RoundDone, TextDelta
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import Workers, answer, open_backend, queued, request
 from tests.support.procs import free_port, wait_until

@@ -5,6 +5,7 @@ thinking field is the answer and must stream token by token."""
 import json
 
 import httpx
+
 from agent.model import RoundRequest, TextDelta, ThinkingDelta
 from agent.ollama import stream_chat
 

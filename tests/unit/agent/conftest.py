@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+
 from agent.model import ModelStatus, RoundDone, RoundEvent, RoundRequest, TextDelta, ToolCall, ToolCallsDelta
 from agent.settings import Settings
 from agent.tools import ToolResult, ToolSpec

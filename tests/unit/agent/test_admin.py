@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from agent import admin as cli
 from agent.audit import AuditLog
 from agent.settings import get_settings

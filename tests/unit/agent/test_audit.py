@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from agent.audit import CURRENT, GENESIS, AuditLog, resolve_key, rotated_files, seal
 from agent.audit_check import query, verify
 from agent.privacy import Pseudonymizer
-
 from tests.support.procs import wait_until
 
 KEY = b"k" * 32

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
 from agent.app import create_app
 from agent.audit_check import records
 from agent.privacy import Pseudonymizer, customer_ids, fold, result_names
 from agent.tools import ToolResult, ToolSpec
-
 from tests.unit.agent.conftest import ScriptedBackend
 from tests.unit.agent.test_auth import bearer, env, settings_for
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import REGISTRY
+
 from agent.app import create_app
 from agent.audit_check import records
 from agent.auth import Authenticator, KeyStore, add_key, key_hash, read_keys, revoke_key
 from agent.policy import load_policy
 from agent.settings import Settings
-from prometheus_client import REGISTRY
-
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend
 
 POLICY = """roles:

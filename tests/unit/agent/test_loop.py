@@ -6,7 +6,6 @@ from typing import Any
 
 from agent.loop import Caller, FinalEvent, LoopEvent, TextEvent, ToolLoop, ToolResultEvent
 from agent.settings import Settings
-
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend
 
 Q = [{"role": "user", "content": "how many accounts are long on EURUSD?"}]

@@ -1,6 +1,7 @@
 """Client conversations are normalized as DESIGN §4 says."""
 
 import pytest
+
 from agent.errors import BadRequest
 from agent.messages import normalize
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from agent.policy import Policy, PolicyError, load_policy
 
+from agent.policy import Policy, PolicyError, load_policy
 from tests.support.contract import TOOL_NAMES
 
 REPO = Path(__file__).resolve().parents[3]

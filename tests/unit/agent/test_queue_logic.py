@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agent import jobs
 from agent.errors import DependencyDown, ModelNotFound, QueueTimeout, UpstreamError
 from agent.model import RoundRequest

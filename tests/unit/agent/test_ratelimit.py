@@ -8,7 +8,6 @@ from typing import Any
 from agent.audit_check import records
 from agent.ratelimit import MemoryLimiter, NoLimit, RedisLimiter, make_limiter
 from agent.settings import Settings
-
 from tests.unit.agent.test_auth import ASK, api, bearer, env, settings_for
 
 __all__ = ["env"]  # the fixture, shared with test_auth

@@ -1,6 +1,7 @@
 """Thinking never reaches the answer: tags in content, a swallowed opening tag, tags split across chunks."""
 
 import pytest
+
 from agent.thinking import ThinkFilter, split_thinking
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
+
 from agent_tools.server import ToolServer, create_server
 from agent_tools.settings import Settings
-from mcp import Client
 
 SECRET = "TOP-SECRET-7f3a9c-do-not-leak"
 

@@ -8,8 +8,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from agent_tools import safefs
 
+from agent_tools import safefs
 from tests.unit.agent_tools.conftest import SECRET, Box
 
 CAP = safefs.MAX_READ_BYTES

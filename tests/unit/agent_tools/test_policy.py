@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
+
 from agent_tools.policy import IdentityGuard, Policy, ToolForbidden, load_policy
 from agent_tools.server import create_server
 from agent_tools.settings import ConfigError
-from pydantic import SecretStr
-
 from tests.unit.agent_tools.conftest import settings_for
 
 

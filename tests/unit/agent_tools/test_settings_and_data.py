@@ -7,13 +7,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+
 from agent_tools import demo
 from agent_tools.dates import parse_day, parse_range
 from agent_tools.db import DatabaseError, SqliteDatabase, open_database, redact_url, to_pyformat
 from agent_tools.http import token_matches
 from agent_tools.server import create_app
 from agent_tools.settings import ConfigError, Settings
-from mcp.server.mcpserver.exceptions import ToolError
 
 DAY = dt.date(2026, 3, 4)
 

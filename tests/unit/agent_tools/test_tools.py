@@ -7,10 +7,10 @@ import inspect
 from pathlib import Path
 
 import pytest
-from agent_tools import demo
-from agent_tools.tools import describe, discover, tool
 from mcp.server.mcpserver.exceptions import ToolError
 
+from agent_tools import demo
+from agent_tools.tools import describe, discover, tool
 from tests.support.contract import TOOL_NAMES
 from tests.unit.agent_tools.conftest import Box
 

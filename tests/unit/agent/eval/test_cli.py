@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agent.eval.cli import main, slug
 
+from agent.eval.cli import main, slug
 from tests.support.procs import free_port
 from tests.unit.agent.eval.evalkit import AFTER, BEFORE, run_of
 

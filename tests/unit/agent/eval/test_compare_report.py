@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from agent.eval.compare import compare
 from agent.eval.errors import RunFileError
 from agent.eval.records import load_run
 from agent.eval.report import render_comparison, render_run, render_summary
-
 from tests.unit.agent.eval.evalkit import AFTER, BEFORE, record, run_of
 
 

@@ -6,6 +6,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
+
 from agent.eval.matchers import describe, matches, spec_problem
 
 TODAY = dt.date(2026, 3, 10)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from agent.eval.errors import QuestionSetError
 from agent.eval.questions import load_questions, parse_questions
 

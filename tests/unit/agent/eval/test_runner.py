@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from agent.eval.errors import AgentUnreachable
 from agent.eval.questions import parse_questions
 from agent.eval.records import Record

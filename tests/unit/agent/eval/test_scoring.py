@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from agent.eval import NO_TOOL
 from agent.eval.scoring import confusion, confusion_pairs, per_tool, percentile, score
-
 from tests.unit.agent.eval.evalkit import record
 
 

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from agent.eval.questions import Question, load_questions
 from agent_tools.tools import discover
 
