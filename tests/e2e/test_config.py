@@ -147,7 +147,14 @@ def test_promtool_accepts_the_config_and_rules(built: Stack) -> None:
     )
     rules = yaml.safe_load((REPO / "infra/prometheus/alerts.yml").read_text())["groups"][0]["rules"]
     names = {r["alert"] for r in rules}
-    assert {"AgentQueueBackingUp", "AgentRoundSlow", "AgentWorkerDown", "OllamaDown", "AgentErrorRate"} <= names
+    assert {
+        "AgentQueueBackingUp",
+        "AgentRoundSlow",
+        "AgentWorkerDown",
+        "OllamaDown",
+        "AgentErrorRate",
+        "AgentAuditWriteFailing",
+    } <= names
 
 
 def dashboard() -> dict[str, Any]:
