@@ -18,8 +18,10 @@ bench:
 	scripts/bench-tools
 	scripts/bench-queue
 
+# The images install only from build/wheelhouse (no registry inside the build): make it first.
 up:
-	docker compose up -d
+	scripts/wheelhouse
+	docker compose up -d --build
 
 down:
 	docker compose down
