@@ -108,43 +108,17 @@ def test_every_compose_variable_is_documented() -> None:
     assert used <= documented, f"not in .env.example: {sorted(used - documented)}"
 
 
-def test_promtool_accepts_the_config_and_rules(built: Stack) -> None:
+def promtool(*args: str) -> str:
+    """Run Prometheus's own checker from the stack's Prometheus image, offline, on the repo's config."""
     mount = f"{REPO / 'infra/prometheus'}:/etc/prometheus:ro"
-    out = run(
-        [
-            "docker",
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "-v",
-            mount,
-            "--entrypoint",
-            "promtool",
-            PROMETHEUS_IMAGE,
-            "check",
-            "config",
-            "/etc/prometheus/prometheus.yml",
-        ]
-    ).stdout
+    docker = ["docker", "run", "--rm", "--network", "none", "-v", mount, "--entrypoint", "promtool"]
+    return str(run([*docker, PROMETHEUS_IMAGE, "check", *args]).stdout)
+
+
+def test_promtool_accepts_the_config_and_rules(built: Stack) -> None:
+    out = promtool("config", "/etc/prometheus/prometheus.yml")
     assert "SUCCESS" in out and "rule files found" in out
-    run(
-        [
-            "docker",
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "-v",
-            mount,
-            "--entrypoint",
-            "promtool",
-            PROMETHEUS_IMAGE,
-            "check",
-            "rules",
-            "/etc/prometheus/alerts.yml",
-        ]
-    )
+    promtool("rules", "/etc/prometheus/alerts.yml")
     rules = yaml.safe_load((REPO / "infra/prometheus/alerts.yml").read_text())["groups"][0]["rules"]
     names = {r["alert"] for r in rules}
     assert {

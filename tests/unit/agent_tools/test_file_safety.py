@@ -135,6 +135,12 @@ async def test_file_swapped_for_a_symlink_after_the_check_is_not_followed(
     assert is_error and "symbolic link" in text and SECRET not in text
 
 
+def _swap_dir_for_link(box: Box) -> None:
+    """The attack: the checked directory `sub` is replaced by a link to a folder outside the root."""
+    (box.root / "sub").rename(box.root / "sub_old")
+    (box.root / "sub").symlink_to(box.outside, target_is_directory=True)
+
+
 async def test_directory_swapped_for_a_symlink_before_the_walk_is_refused(
     box: Box, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -143,8 +149,7 @@ async def test_directory_swapped_for_a_symlink_before_the_walk_is_refused(
 
     def race(seen: str, parts: list[str]) -> None:
         if seen == "validated":
-            (box.root / "sub").rename(box.root / "sub_old")
-            (box.root / "sub").symlink_to(box.outside, target_is_directory=True)
+            _swap_dir_for_link(box)
 
     monkeypatch.setattr(safefs, "race_hook", race)
     is_error, text = await box.call("dosya_oku", path="sub/file.txt")
@@ -159,8 +164,7 @@ async def test_directory_swapped_after_it_was_opened_still_reads_the_original(
 
     def race(seen: str, parts: list[str]) -> None:
         if seen == "parent_opened":
-            (box.root / "sub").rename(box.root / "sub_old")
-            (box.root / "sub").symlink_to(box.outside, target_is_directory=True)
+            _swap_dir_for_link(box)
 
     monkeypatch.setattr(safefs, "race_hook", race)
     got = await box.ok("dosya_oku", path="sub/file.txt")
