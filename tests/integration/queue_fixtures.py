@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import redis
 
-from agent.jobs import QUEUE_CONTINUING, QUEUE_NEW
-from agent.model import RoundRequest, TextDelta
-from agent.queue import QueueBackend
+from agent.backends.base import RoundRequest, TextDelta
+from agent.queue.client import QueueBackend
+from agent.queue.jobs import QUEUE_CONTINUING, QUEUE_NEW
 from agent.settings import Settings
 from tests.fakes.control import FakeOllama, fake_ollama_process
 from tests.support.procs import VENV_BIN, Proc, free_port, redis_server_cmd, start, wait_until

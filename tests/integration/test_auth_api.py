@@ -25,7 +25,7 @@ import pytest
 import redis
 import yaml
 
-from agent.auth import add_key
+from agent.security.auth import add_key
 from tests.integration.conftest import FakeOllama
 from tests.support.contract import TOOL_NAMES
 from tests.support.procs import Proc, free_port, redis_server_cmd, running, wait_until
@@ -59,7 +59,11 @@ class Stack:
 
     def admin(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "agent.admin", *args], env=self.agent_env, capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "agent.security.admin", *args],
+            env=self.agent_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
 
     def mcp_metric(self, tool: str, outcome: str) -> float:
@@ -136,7 +140,9 @@ def offered(request: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("role", ROLES)
 def test_the_scripted_model_receives_exactly_the_roles_tools(stack: Stack, ollama: FakeOllama, role: str) -> None:
-    policy = yaml.safe_load((Path(__file__).resolve().parents[2] / "services/agent/src/agent/policy.yaml").read_text())
+    policy = yaml.safe_load(
+        (Path(__file__).resolve().parents[2] / "services/agent/src/agent/security/policy.yaml").read_text()
+    )
     granted = policy["roles"][role]
     expected = [t for t in ALL_TOOLS if "*" in granted or t in granted]
     assert stack.chat(role, "hello").status_code == 200

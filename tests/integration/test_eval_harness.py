@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent.prompt import SYSTEM_PROMPT
+from agent.loop.prompt import SYSTEM_PROMPT
 from tests.integration.conftest import AgentApi, FakeOllama, McpServer
 from tests.support.procs import VENV_BIN
 

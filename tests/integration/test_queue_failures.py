@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from agent.backends.base import TextDelta
 from agent.errors import DependencyDown, ModelNotFound, QueueTimeout, UpstreamTimeout
-from agent.model import TextDelta
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import Workers, answer, open_backend, queued, request
 from tests.support.procs import wait_until

@@ -8,8 +8,8 @@ import httpx
 import pytest
 from prometheus_client import REGISTRY
 
+from agent.backends.base import RoundDone, TextDelta
 from agent.errors import QueueFull
-from agent.model import RoundDone, TextDelta
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import Workers, answer, open_backend, queued, request
 from tests.support.procs import free_port, wait_until

@@ -11,7 +11,7 @@ import uvicorn
 from mcp.server import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
-from agent.tools import ToolBox
+from agent.mcp_client import ToolBox
 from tests.support.procs import free_port, wait_until
 
 

@@ -6,8 +6,8 @@ import json
 
 import httpx
 
-from agent.model import RoundRequest, TextDelta, ThinkingDelta
-from agent.ollama import stream_chat
+from agent.backends.base import RoundRequest, TextDelta, ThinkingDelta
+from agent.backends.ollama import stream_chat
 
 
 def ndjson(*chunks: dict[str, object]) -> bytes:

@@ -1,7 +1,7 @@
 """Regression: a tool result containing `</tool_result>` closed the data block early, so hostile data
 could follow as if it were outside the block (found while reviewing the injection defences)."""
 
-from agent.prompt import tool_result_message
+from agent.loop.prompt import tool_result_message
 
 
 def test_a_closing_tag_inside_tool_data_cannot_end_the_data_block() -> None:

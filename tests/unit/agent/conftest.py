@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from agent.model import ModelStatus, RoundDone, RoundEvent, RoundRequest, TextDelta, ToolCall, ToolCallsDelta
+from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, TextDelta, ToolCall, ToolCallsDelta
+from agent.mcp_client import ToolResult, ToolSpec
 from agent.settings import Settings
-from agent.tools import ToolResult, ToolSpec
 
 SCHEMA = {"type": "object", "properties": {"symbol": {"type": "string"}}, "required": ["symbol"]}
 

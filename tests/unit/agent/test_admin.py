@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agent import admin as cli
-from agent.audit import AuditLog
+from agent.security import admin as cli
+from agent.security.audit import AuditLog
 from agent.settings import get_settings
 
 AUDIT_KEY = "admin-test-audit-key-0123456789"
@@ -110,6 +110,10 @@ def test_the_module_runs_as_a_command_and_refuses_verify_without_the_key(tmp_pat
     env = {**os.environ, "AUDIT_DIR": str(tmp_path)}
     env.pop("AUDIT_KEY", None)
     result = subprocess.run(
-        [sys.executable, "-m", "agent.admin", "audit", "verify"], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "agent.security.admin", "audit", "verify"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode != 0 and "audit key cannot be read" in result.stderr

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from agent.audit import CURRENT, GENESIS, AuditLog, resolve_key, rotated_files, seal
-from agent.audit_check import query, verify
-from agent.privacy import Pseudonymizer
+from agent.security.audit import CURRENT, GENESIS, AuditLog, resolve_key, rotated_files, seal
+from agent.security.audit_check import query, verify
+from agent.security.privacy import Pseudonymizer
 from tests.support.procs import wait_until
 
 KEY = b"k" * 32
@@ -130,7 +130,7 @@ def test_a_crash_mid_write_leaves_a_verifiable_log_and_the_next_append_records_i
 WRITER = """
 import sys
 from pathlib import Path
-from agent.audit import AuditLog
+from agent.security.audit import AuditLog
 log = AuditLog(Path(sys.argv[1]), b"k" * 32)
 i = 0
 while True:
@@ -158,7 +158,7 @@ def test_a_writer_killed_at_any_moment_leaves_a_verifiable_log(tmp_path: Path) -
 
 def test_two_processes_appending_to_one_file_keep_one_chain(tmp_path: Path) -> None:
     script = (
-        "import sys; from pathlib import Path; from agent.audit import AuditLog\n"
+        "import sys; from pathlib import Path; from agent.security.audit import AuditLog\n"
         "log = AuditLog(Path(sys.argv[1]), b'k' * 32)\n"
         "for i in range(100): log.append({'event': 'request', 'request_id': sys.argv[2] + str(i)})\n"
     )
@@ -192,7 +192,7 @@ def test_rotation_by_size_keeps_the_chain_across_files(tmp_path: Path) -> None:
 
 def test_retention_deletes_old_files_and_records_the_deletion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock()
-    monkeypatch.setattr("agent.audit.now_iso", lambda: clock.now.isoformat().replace("+00:00", "Z"))
+    monkeypatch.setattr("agent.security.audit.now_iso", lambda: clock.now.isoformat().replace("+00:00", "Z"))
     log = AuditLog(tmp_path, KEY, retention_days=30, clock=clock)
     for day in range(40):
         clock.now += timedelta(days=1)

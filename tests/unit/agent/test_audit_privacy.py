@@ -9,10 +9,10 @@ from typing import Any
 
 import httpx
 
-from agent.app import create_app
-from agent.audit_check import records
-from agent.privacy import Pseudonymizer, customer_ids, fold, result_names
-from agent.tools import ToolResult, ToolSpec
+from agent.api.app import create_app
+from agent.mcp_client import ToolResult, ToolSpec
+from agent.security.audit_check import records
+from agent.security.privacy import Pseudonymizer, customer_ids, fold, result_names
 from tests.unit.agent.conftest import ScriptedBackend
 from tests.unit.agent.test_auth import bearer, env, settings_for
 

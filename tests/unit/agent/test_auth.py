@@ -12,10 +12,10 @@ import httpx
 import pytest
 from prometheus_client import REGISTRY
 
-from agent.app import create_app
-from agent.audit_check import records
-from agent.auth import Authenticator, KeyStore, add_key, key_hash, read_keys, revoke_key
-from agent.policy import load_policy
+from agent.api.app import create_app
+from agent.security.audit_check import records
+from agent.security.auth import Authenticator, KeyStore, add_key, key_hash, read_keys, revoke_key
+from agent.security.policy import load_policy
 from agent.settings import Settings
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend
 

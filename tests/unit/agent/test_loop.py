@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.loop import Caller, FinalEvent, LoopEvent, TextEvent, ToolLoop, ToolResultEvent
+from agent.loop.engine import Caller, FinalEvent, LoopEvent, TextEvent, ToolLoop, ToolResultEvent
 from agent.settings import Settings
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend
 
@@ -111,7 +111,7 @@ async def test_failed_tool_is_withdrawn_and_not_run_again(settings: Settings) ->
 async def test_tool_results_are_cut_to_the_limit(settings: Settings) -> None:
     class Big(MemoryToolBox):
         async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-            from agent.tools import ToolResult
+            from agent.mcp_client import ToolResult
 
             return ToolResult(False, "x" * 5000)
 

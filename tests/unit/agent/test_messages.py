@@ -3,7 +3,7 @@
 import pytest
 
 from agent.errors import BadRequest
-from agent.messages import normalize
+from agent.loop.messages import normalize
 
 
 def test_client_system_and_developer_messages_are_dropped_by_default() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.policy import Policy, PolicyError, load_policy
+from agent.security.policy import Policy, PolicyError, load_policy
 from tests.support.contract import TOOL_NAMES
 
 REPO = Path(__file__).resolve().parents[3]
@@ -24,7 +24,7 @@ def test_shipped_roles_grant_what_the_design_says() -> None:
 
 
 def test_the_mcp_server_ships_the_same_roles() -> None:
-    agent = yaml.safe_load((REPO / "services/agent/src/agent/policy.yaml").read_text())
+    agent = yaml.safe_load((REPO / "services/agent/src/agent/security/policy.yaml").read_text())
     tools = yaml.safe_load((REPO / "mcp-server/src/agent_tools/policy.yaml").read_text())
     assert agent == tools
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent import jobs
+from agent.backends.base import RoundRequest
 from agent.errors import DependencyDown, ModelNotFound, QueueTimeout, UpstreamError
-from agent.model import RoundRequest
-from agent.queue import _error_from, estimate_retry_after, queue_for, redacted
+from agent.queue import jobs
+from agent.queue.client import _error_from, estimate_retry_after, queue_for, redacted
 
 
 def make(round_no: int) -> RoundRequest:

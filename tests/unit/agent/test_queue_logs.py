@@ -12,10 +12,10 @@ from agent.logs import bind_request_id, configure
 configure("INFO", service="agent-worker", json_logs=True)
 configure("DEBUG", service="other")  # a second call changes nothing
 bind_request_id("req-42")
-structlog.get_logger("agent.jobs").info("round_started", round=2)
+structlog.get_logger("agent.queue.jobs").info("round_started", round=2)
 logging.getLogger("rq.worker").warning("stdlib line")
 logging.getLogger("httpx").info("HTTP Request: POST /api/chat")  # quietened
-structlog.get_logger("agent.jobs").debug("hidden")
+structlog.get_logger("agent.queue.jobs").debug("hidden")
 """
 
 

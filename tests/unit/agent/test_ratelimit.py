@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent.audit_check import records
-from agent.ratelimit import MemoryLimiter, NoLimit, RedisLimiter, make_limiter
+from agent.security.audit_check import records
+from agent.security.ratelimit import MemoryLimiter, NoLimit, RedisLimiter, make_limiter
 from agent.settings import Settings
 from tests.unit.agent.test_auth import ASK, api, bearer, env, settings_for
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 
-from agent.api_ollama import OllamaRenderer
-from agent.api_openai import OpenAIRenderer
+from agent.api.render_ollama import OllamaRenderer
+from agent.api.render_openai import OpenAIRenderer
+from agent.backends.base import ToolCall
 from agent.errors import DependencyDown
-from agent.loop import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, ToolCallEvent, Usage
-from agent.model import ToolCall
+from agent.loop.engine import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, ToolCallEvent, Usage
 
 TRACE = [{"name": "kyc_ozeti", "arguments": {}, "outcome": "ok", "round": 1, "result_chars": 10}]
 ANSWER = "3 pending.\n\n---\nTools used: kyc_ozeti"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from agent.api.bodies import capture, resolve_model
 from agent.errors import BadRequest, ModelNotFound
-from agent.requests import capture, resolve_model
 from agent.settings import Settings
 
 

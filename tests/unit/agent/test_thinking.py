@@ -2,7 +2,7 @@
 
 import pytest
 
-from agent.thinking import ThinkFilter, split_thinking
+from agent.backends.thinking import ThinkFilter, split_thinking
 
 
 @pytest.mark.parametrize(

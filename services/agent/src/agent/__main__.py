@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uvicorn
 
-from agent.app import create_app
+from agent.api.app import create_app
 from agent.logs import configure
 from agent.settings import get_settings
 

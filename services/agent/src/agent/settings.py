@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = 1_000_000
     max_messages: int = 200
 
-    # GPU queue (agent.queue): "direct" calls Ollama from the API process, "queue" routes rounds through RQ.
+    # GPU queue (agent.queue.client): "direct" calls Ollama from the API process, "queue" routes rounds through RQ.
     model_backend: Literal["direct", "queue"] = "queue"
     max_queue_depth: int = 32
     queue_timeout_seconds: float = 300.0
@@ -53,12 +53,12 @@ class Settings(BaseSettings):
     worker_metrics_host: str = "127.0.0.1"
     gpu_id: str = "gpu0"
 
-    # Identity and access (agent.auth, agent.policy): never "none" in compose.
+    # Identity and access (agent.security.auth, agent.security.policy): never "none" in compose.
     agent_auth: Literal["api_key", "trusted_header", "none"] = "api_key"
     # The role of every caller when AGENT_AUTH=none, and of SSO users in no group the policy knows.
     anonymous_role: str = "guest"
     agent_keys_file: Path | None = None
-    agent_policy_file: Path | None = None  # None: the policy shipped in the package (agent/policy.yaml)
+    agent_policy_file: Path | None = None  # None: the policy shipped in the package (agent/security/policy.yaml)
     # trusted_header: identity headers are accepted only from these addresses/CIDRs (comma separated).
     trusted_proxies: str = ""
     auth_user_header: str = "X-Forwarded-User"
@@ -67,7 +67,7 @@ class Settings(BaseSettings):
     rate_limit_per_minute: int = Field(default=30, ge=0)
     rate_limit_backend: Literal["auto", "redis", "memory"] = "auto"
 
-    # Tamper-evident audit log (agent.audit): one HMAC-chained JSON line per request, fsync per record.
+    # Tamper-evident audit log (agent.security.audit): one HMAC-chained JSON line per request, fsync per record.
     audit_dir: Path = Path("audit")
     audit_key: SecretStr | None = None
     audit_key_file: Path | None = None

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from agent.eval.errors import EvalError
-from agent.tools import ToolBox, ToolSpec
+from agent.mcp_client import ToolBox, ToolSpec
 
 
 def _dump(value: Any) -> str:

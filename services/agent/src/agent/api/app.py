@@ -12,28 +12,29 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from agent import __version__, access
-from agent.api_ollama import OllamaRenderer
-from agent.api_openai import OpenAIRenderer
+from agent import __version__
+from agent.api import access
+from agent.api.bodies import capture, read_json, resolve_model
+from agent.api.info import add_info_routes
+from agent.api.middleware import ObserveMiddleware
+from agent.api.render_ollama import OllamaRenderer
+from agent.api.render_openai import OpenAIRenderer
+from agent.backends.base import ModelBackend
 from agent.errors import AgentError, BadRequest
-from agent.loop import LoopEvent, ToolLoop
-from agent.messages import normalize
-from agent.model import ModelBackend
-from agent.observe import ObserveMiddleware
-from agent.requests import capture, read_json, resolve_model
-from agent.routes_info import add_info_routes
+from agent.loop.engine import LoopEvent, ToolLoop
+from agent.loop.messages import normalize
+from agent.mcp_client import ToolBox, request_id_var
 from agent.settings import Settings
-from agent.tools import ToolBox, request_id_var
 
 log = structlog.get_logger("agent.api")
 
 
 def make_backend(settings: Settings) -> ModelBackend:
     if settings.model_backend == "queue":
-        from agent.queue import QueueBackend  # the GPU queue needs Redis; the direct backend does not
+        from agent.queue.client import QueueBackend  # the GPU queue needs Redis; the direct backend does not
 
         return QueueBackend(settings)
-    from agent.ollama import OllamaBackend
+    from agent.backends.ollama import OllamaBackend
 
     return OllamaBackend(settings.ollama_url, settings.round_timeout_seconds, settings.holds_back_think)
 

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.api_openai import trace_field
+from agent.api.render_openai import trace_field
 from agent.errors import AgentError
-from agent.loop import FinalEvent, LoopEvent, TextEvent, ThinkingEvent
+from agent.loop.engine import FinalEvent, LoopEvent, TextEvent, ThinkingEvent
 
 
 def _now() -> str:

@@ -3,7 +3,7 @@
 The process has two threads. The main thread is an RQ `SimpleWorker` (no fork per job: Ollama holds the
 GPU in its own process, and forking would cost ~10 ms per round and lose in-job metrics) reading the
 continuing-rounds queue before the new-rounds queue. A second thread runs an asyncio loop that owns the
-Redis and HTTP clients: jobs run their round on it (agent.jobs), and between rounds it warms the model up
+Redis and HTTP clients: jobs run their round on it (agent.queue.jobs), and between rounds it warms the model up
 and writes this worker's status (model present, Ollama version, heartbeat) to Redis every second.
 """
 
@@ -33,16 +33,16 @@ from rq import Queue, SimpleWorker
 from rq.serializers import JSONSerializer
 from rq.utils import now
 
-from agent import jobs
+from agent.backends.ollama import ollama_status, pull_hint
 from agent.logs import configure
 from agent.metrics import GPU_BUSY, MODEL_PRESENT, OLLAMA_UP
-from agent.ollama import ollama_status, pull_hint
+from agent.queue import jobs
 from agent.settings import Settings, get_settings
 
 STATUS_EVERY = 1.0
 PROBE_EVERY = 15.0  # re-read /api/tags this often (faster while Ollama or the model is missing)
 
-log = structlog.get_logger("agent.worker")
+log = structlog.get_logger("agent.queue.worker")
 
 
 class GpuWorker(SimpleWorker):

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agent.errors import DependencyDown
 
-log = structlog.get_logger("agent.tools")
+log = structlog.get_logger("agent.mcp_client")
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
 # (user, role) of the authenticated caller: forwarded so the MCP server checks the same policy again.
 identity_var: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("identity", default=None)

@@ -23,10 +23,10 @@ import yaml
 from fastapi import Request
 
 from agent.errors import Unauthorized
-from agent.policy import ROLE_NAME, Policy
+from agent.security.policy import ROLE_NAME, Policy
 from agent.settings import Settings
 
-log = structlog.get_logger("agent.auth")
+log = structlog.get_logger("agent.security.auth")
 KEY_PREFIX = "la-"
 MAX_USER_CHARS = 200
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import structlog
 
 from agent import metrics
-from agent.model import (
+from agent.backends.base import (
     Message,
     ModelBackend,
     RoundDone,
@@ -25,11 +25,11 @@ from agent.model import (
     ToolCall,
     ToolCallsDelta,
 )
-from agent.prompt import SYSTEM_PROMPT, tool_result_message
+from agent.loop.prompt import SYSTEM_PROMPT, tool_result_message
+from agent.mcp_client import ToolBox, ToolSpec
 from agent.settings import Settings
-from agent.tools import ToolBox, ToolSpec
 
-log = structlog.get_logger("agent.loop")
+log = structlog.get_logger("agent.loop.engine")
 
 Outcome = Literal[
     "ok", "error", "timeout", "unknown_tool", "forbidden", "invalid_arguments", "duplicate", "failed_before"

@@ -1,7 +1,7 @@
 """Ollama's native /api/chat as a ModelBackend: streams NDJSON into round events, maps errors.
 
 Used directly by the API (MODEL_BACKEND=direct) and by the GPU worker, which relays the same events
-through Redis (agent.queue).
+through Redis (agent.queue.client).
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from typing import Any
 import httpx
 
 from agent import metrics
-from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError, UpstreamTimeout
-from agent.model import (
+from agent.backends.base import (
     ModelStatus,
     RoundDone,
     RoundEvent,
@@ -26,7 +25,8 @@ from agent.model import (
     ToolCall,
     ToolCallsDelta,
 )
-from agent.thinking import ThinkFilter
+from agent.backends.thinking import ThinkFilter
+from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError, UpstreamTimeout
 
 NS = 1e9
 

@@ -17,18 +17,18 @@ import structlog
 from fastapi import Depends, FastAPI, Request
 
 from agent import metrics
-from agent.audit import AuditLog, resolve_key
-from agent.auth import Authenticator, Identity
+from agent.backends.base import Message
 from agent.errors import AgentError, Unauthorized
-from agent.loop import Caller, FinalEvent, LoopEvent, ToolCallEvent, ToolResultEvent
-from agent.model import Message
-from agent.policy import Policy, load_policy
-from agent.privacy import Pseudonymizer, customer_ids, result_names
-from agent.ratelimit import RateLimiter, enforce, make_limiter
+from agent.loop.engine import Caller, FinalEvent, LoopEvent, ToolCallEvent, ToolResultEvent
+from agent.mcp_client import identity_var, request_id_var
+from agent.security.audit import AuditLog, resolve_key
+from agent.security.auth import Authenticator, Identity
+from agent.security.policy import Policy, load_policy
+from agent.security.privacy import Pseudonymizer, customer_ids, result_names
+from agent.security.ratelimit import RateLimiter, enforce, make_limiter
 from agent.settings import Settings
-from agent.tools import identity_var, request_id_var
 
-log = structlog.get_logger("agent.access")
+log = structlog.get_logger("agent.api.access")
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/api/version"})
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/api/chat"})
 

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent.access import pseudonymizer
-from agent.audit import AuditLog, resolve_key
-from agent.audit_check import query, verify
-from agent.auth import add_key, read_keys, revoke_key
-from agent.policy import PolicyError, load_policy
+from agent.api.access import pseudonymizer
+from agent.security.audit import AuditLog, resolve_key
+from agent.security.audit_check import query, verify
+from agent.security.auth import add_key, read_keys, revoke_key
+from agent.security.policy import PolicyError, load_policy
 from agent.settings import Settings, get_settings
 
 FIRST_KEY_BANNER = "=" * 72

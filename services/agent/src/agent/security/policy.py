@@ -69,7 +69,7 @@ def _parse(data: Any, source: str) -> Policy:
 def load_policy(path: Path | None = None) -> Policy:
     """The policy from `path` (AGENT_POLICY_FILE), else the default shipped inside this package."""
     if path is None:
-        text = resources.files("agent").joinpath("policy.yaml").read_text(encoding="utf-8")
+        text = resources.files("agent.security").joinpath("policy.yaml").read_text(encoding="utf-8")
         source = "shipped default"
     else:
         try:

@@ -2,7 +2,7 @@
 
 Every record carries `seq` (1, 2, ...), `prev` (the previous record's `mac`, or GENESIS) and `mac` =
 HMAC-SHA256(AUDIT_KEY, canonical JSON of the record without `mac`). Editing, deleting, reordering or
-hand-writing a record breaks the chain at that line (`agent.audit_check.verify`); without the key a
+hand-writing a record breaks the chain at that line (`agent.security.audit_check.verify`); without the key a
 valid record cannot be forged. Appends take an exclusive lock and are fsync'ed one by one, so several
 processes may share the file. Rotation renames the file to `audit.jsonl.<first seq>` and the chain
 continues into the new file; retention deletes whole rotated files and records each deletion in the chain.
@@ -27,7 +27,7 @@ from typing import Any
 
 import structlog
 
-log = structlog.get_logger("agent.audit")
+log = structlog.get_logger("agent.security.audit")
 GENESIS = "0" * 64
 CURRENT = "audit.jsonl"
 LOCK = ".audit.lock"

@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any
 
+from agent.backends.base import Message
 from agent.errors import BadRequest
-from agent.model import Message
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 WRAPPERS = re.compile(

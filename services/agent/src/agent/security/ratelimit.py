@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 from agent.errors import AgentError
 from agent.settings import Settings
 
-log = structlog.get_logger("agent.ratelimit")
+log = structlog.get_logger("agent.security.ratelimit")
 WINDOW_S = 60.0
 KEY_PREFIX = "agent:ratelimit:"
 

@@ -5,7 +5,7 @@ stream (`agent:round:<id>:events`, entry ids 0-1, 0-2, … so a re-sent XADD is 
 
     accepted  the worker took the job (from then on it pings every PING_INTERVAL s, even while waiting)
     started   the per-GPU lock is held and the request goes to Ollama
-    text / thinking / tool_calls / done   agent.model events, as Ollama produces them
+    text / thinking / tool_calls / done   agent.backends.base events, as Ollama produces them
     error     an agent.errors class name and message; the API re-raises it
     ping      the worker is alive (the API treats silence as worker death)
 
@@ -29,10 +29,10 @@ import structlog
 from redis.exceptions import RedisError
 from rq.timeouts import JobTimeoutException
 
+from agent.backends.base import RoundDone, RoundEvent, RoundRequest, event_to_dict
+from agent.backends.ollama import stream_chat
 from agent.errors import AgentError, DependencyDown, QueueTimeout, UpstreamError, UpstreamTimeout
 from agent.metrics import GPU_BUSY, LLM_TOKENS, ROUND_DURATION, TIME_TO_FIRST_TOKEN
-from agent.model import RoundDone, RoundEvent, RoundRequest, event_to_dict
-from agent.ollama import stream_chat
 from agent.settings import Settings
 
 QUEUE_CONTINUING = "agent-rounds-continuing"  # rounds > 1: read first by every worker
@@ -53,7 +53,7 @@ LOCK_POLL = 0.005  # only a second worker on the same GPU ever waits here
 _REFRESH = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
-log = structlog.get_logger("agent.jobs")
+log = structlog.get_logger("agent.queue.jobs")
 
 
 def events_key(job_id: str) -> str:

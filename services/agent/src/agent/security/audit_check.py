@@ -11,8 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agent.audit import GENESIS, chain_files, seal
-from agent.privacy import Pseudonymizer
+from agent.security.audit import GENESIS, chain_files, seal
+from agent.security.privacy import Pseudonymizer
 
 
 @dataclass

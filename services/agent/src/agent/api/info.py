@@ -11,9 +11,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from agent import __version__
-from agent.model import ModelStatus
-from agent.ollama import pull_hint
-from agent.prompt import SYSTEM_PROMPT
+from agent.backends.base import ModelStatus
+from agent.backends.ollama import pull_hint
+from agent.loop.prompt import SYSTEM_PROMPT
 from agent.settings import Settings
 
 

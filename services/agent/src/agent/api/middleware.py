@@ -14,7 +14,7 @@ import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent import metrics
-from agent.tools import request_id_var
+from agent.mcp_client import request_id_var
 
 
 class ObserveMiddleware:

@@ -1,6 +1,6 @@
 """The GPU queue as a ModelBackend: each round is one RQ job, its tokens come back over a Redis stream.
 
-The API side of agent.jobs. `stream_round` admits the round (429 past MAX_QUEUE_DEPTH), enqueues it on
+The API side of agent.queue.jobs. `stream_round` admits the round (429 past MAX_QUEUE_DEPTH), enqueues it on
 the continuing-rounds queue (round > 1) or the new-rounds queue, then follows the job's event stream with
 `XREAD BLOCK`, yielding events as the worker produces them. It fails fast and clearly when the worker dies
 (its pings stop), when no worker is running, when Redis is down, or when the round waited past
@@ -31,10 +31,11 @@ from redis.retry import Retry
 from rq import Queue
 from rq.serializers import JSONSerializer
 
-from agent import errors, jobs
+from agent import errors
+from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict
 from agent.errors import AgentError, DependencyDown, QueueFull, QueueTimeout
 from agent.metrics import QUEUE_DEPTH, QUEUE_WAIT, REJECTED
-from agent.model import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict
+from agent.queue import jobs
 from agent.settings import Settings
 
 BLOCK_MS = 1000  # XREAD BLOCK; the socket timeout below must exceed it
@@ -56,7 +57,7 @@ if ARGV[3] == '1' then redis.call('lpush', KEYS[3], ARGV[1]) else redis.call('rp
 return depth + 1
 """
 
-log = structlog.get_logger("agent.queue")
+log = structlog.get_logger("agent.queue.client")
 
 
 def estimate_retry_after(
@@ -193,7 +194,7 @@ class QueueBackend:
         name = jobs.QUEUE_CONTINUING if front else queue_for(rnd.request, self.continuing_first)
         queue, settings = self._queues[name, not front], self.settings
         job = queue.create_job(
-            "agent.jobs.run_round",
+            "agent.queue.jobs.run_round",
             args=(rnd.request.to_dict(), time.time(), rnd.job_id),
             job_id=rnd.job_id,
             timeout=math.ceil(settings.round_timeout_seconds) + 30,  # + lock wait; the round itself is

@@ -1,6 +1,6 @@
 """The one interface to the model: a round goes in, a stream of deltas, tool calls and usage comes out.
 
-Both the direct Ollama backend (agent.ollama) and the GPU queue backend (agent.queue) implement
+Both the direct Ollama backend (agent.backends.ollama) and the GPU queue backend (agent.queue.client) implement
 ModelBackend; the tool loop only knows this module. Everything here is JSON-able so a round and its
 events can cross Redis unchanged.
 """
