@@ -1,0 +1,268 @@
+"""The grounding check: is every figure in the final answer found in this request's tool results?
+
+A figure is grounded when one of its readings (agent.loop.figures) equals, within the rounding of the
+precision it is shown with, a figure of a tool result (or a count/sum/average of a JSON list in one), or
+is a simple derivation of two of them (sum, difference, average, a percentage or a percentage change).
+A figure found only in the user's messages or an earlier turn is "copied from the question": not flagged,
+but labelled. Rules, examples and limits: docs/grounding.md. Pure, no I/O; bench: scripts/bench-grounding.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any, Literal
+
+from agent.loop.figures import Date, Figure, scan, source_values
+
+Source = Literal["tool", "derived", "question", "none"]
+Status = Literal["grounded", "ungrounded", "no_tool_call", "no_figures"]
+DERIVATION_POOL = 400  # distinct tool values tried in pairs; beyond this only direct matches (see docs)
+PAIR_PRECISION = 0.01  # sums, differences and averages only for figures shown to 1% or finer
+_EPS = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    figure: Figure
+    source: Source
+    where: str = ""  # the tool name, "question", or how it was derived
+    nearest: str = ""  # for an ungrounded figure: the closest tool figure, to show next to it
+
+    def as_dict(self) -> dict[str, Any]:
+        entry = {"text": self.figure.text, "kind": self.figure.kind, "source": self.source, "where": self.where}
+        return entry | ({"nearest": self.nearest} if self.nearest else {})
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """The verdict on one answer: a check per figure, exempt ones (years, ordinals, ...) listed apart."""
+
+    checks: list[Check]
+    exempt: list[Figure]
+    tools_called: bool
+
+    @property
+    def ungrounded(self) -> list[Check]:
+        return [c for c in self.checks if c.source == "none"]
+
+    @property
+    def status(self) -> Status:
+        if not self.checks:
+            return "no_figures"
+        if not self.tools_called and any(c.source != "question" for c in self.checks):
+            return "no_tool_call"
+        return "ungrounded" if self.ungrounded else "grounded"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "figures": len(self.checks),
+            "grounded": len(self.checks) - len(self.ungrounded),
+            "ungrounded": [c.as_dict() for c in self.ungrounded],
+            "checked": [c.as_dict() for c in self.checks],
+            "exempt": [{"text": f.text, "why": f.exempt} for f in self.exempt],
+        }
+
+
+class _Pool:
+    """Source values, sorted for bisection, each with the text it was written as and where it came from."""
+
+    def __init__(self) -> None:
+        self.raw: list[float] = []
+        self.label: dict[float, tuple[str, str]] = {}  # value -> (as written, origin)
+        self.dates: dict[Date, str] = {}
+        self.values: list[float] = []
+        self.distinct: list[float] = []  # for derivations: the first DERIVATION_POOL distinct values
+
+    def add(self, values: list[float], texts: list[str], origin: str) -> None:
+        self.raw += values
+        self.label.update(zip(values, zip(texts, repeat(origin)), strict=True))
+
+    def add_source(self, text: str, origin: str) -> None:
+        values, tokens, dates = source_values(text)
+        self.add(values, tokens, origin)
+        self.dates.update(dict.fromkeys(dates, origin))
+
+    def add_text(self, text: str, origin: str) -> None:
+        for figure in scan(text):
+            if figure.date is not None:
+                self.dates.setdefault(figure.date, origin)
+            values = [value for value, _ in figure.readings]
+            self.add(values, [figure.text] * len(values), origin)
+
+    def freeze(self) -> _Pool:
+        self.values = sorted(set(self.raw))
+        self.distinct = sorted(list(dict.fromkeys(self.raw))[:DERIVATION_POOL])
+        return self
+
+    def find(self, value: float, half: float) -> str | None:
+        """The origin of a source value within `half` of `value`, or None."""
+        i = bisect_left(self.values, abs(value) - half - _EPS)
+        if i < len(self.values) and self.values[i] <= abs(value) + half + _EPS:
+            return self.label[self.values[i]][1]
+        return None
+
+    def nearest(self, value: float) -> str:
+        if not self.values:
+            return ""
+        i = bisect_left(self.values, abs(value))
+        near = min((j for j in (i - 1, i) if 0 <= j < len(self.values)), key=lambda j: abs(self.values[j] - value))
+        text, origin = self.label[self.values[near]]
+        return f"{text} ({origin})"
+
+
+_NUMBER = (int, float)
+
+
+def aggregates(data: Any, path: str = "") -> Iterator[tuple[float, str]]:
+    """Counts, sums and averages a summary is expected to state: list lengths, column totals, value counts."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(value, dict | list):
+                yield from aggregates(value, key)
+    elif isinstance(data, list) and data:
+        yield float(len(data)), f"number of {path or 'items'}"
+        if type(data[0]) is dict:
+            for column in dict.fromkeys(k for row in data if type(row) is dict for k in row):
+                yield from _column(column, [row[column] for row in data if type(row) is dict and column in row])
+        else:
+            yield from _column(path or "items", data)
+
+
+def _column(name: str, cells: list[Any]) -> Iterator[tuple[float, str]]:
+    """Aggregates of one column (or list), by the type of its first cell."""
+    first = type(cells[0])
+    if first in _NUMBER:
+        numbers = [float(x) for x in cells if type(x) in _NUMBER]
+        yield sum(numbers), f"sum of {name}"
+        yield sum(numbers) / len(numbers), f"average of {name}"
+    elif first is str or first is bool:
+        counts = Counter(x for x in cells if type(x) is str or type(x) is bool)
+        if len(counts) <= 20:  # a status or a method, not an id: count the rows per value
+            yield from ((float(n), f"rows with {name}={value}") for value, n in counts.items())
+    elif first is dict or first is list:
+        for cell in cells:
+            yield from aggregates(cell, name)
+
+
+def _tool_pool(tool_results: Sequence[tuple[str, str]]) -> _Pool:
+    pool = _Pool()
+    for name, content in tool_results:
+        pool.add_source(content, name)
+        if content[:1] in "{[":
+            try:
+                data = json.loads(content)
+            except ValueError:
+                continue
+            found = list(aggregates(data))
+            pool.add([abs(v) for v, _ in found], [f"{v:g} = {how}" for v, how in found], name)
+    return pool.freeze()
+
+
+def _derived(pool: list[float], value: float, half: float, percent: bool) -> str:
+    """How `value` follows from two pool values, or "" (pool sorted ascending, non-negative)."""
+    lo, hi = value - half - _EPS, value + half + _EPS
+    if half > value * PAIR_PRECISION:  # "1.2k" matches too many pairs to mean anything: direct matches only
+        return _percent_of(pool, value, half) if percent else ""
+    if (pair := _pair_sum(pool, lo, hi)) is not None:
+        return f"sum of {pair[0]:g} and {pair[1]:g}"
+    if (pair := _pair_sum(pool, 2 * lo, 2 * hi)) is not None:
+        return f"average of {pair[0]:g} and {pair[1]:g}"
+    if (pair := _pair_difference(pool, lo, hi)) is not None:
+        return f"difference of {pair[1]:g} and {pair[0]:g}"
+    return _percent_of(pool, value, half) if percent else ""
+
+
+def _percent_of(pool: list[float], value: float, half: float) -> str:
+    for ratio, how in ((value, "share"), (100 + value, "increase"), (100 - value, "decrease")):
+        if (pair := _pair_ratio(pool, (ratio - half) / 100, (ratio + half) / 100)) is not None:
+            return f"{how}: {pair[0]:g} / {pair[1]:g}"
+    return ""
+
+
+def _pair_sum(xs: list[float], lo: float, hi: float) -> tuple[float, float] | None:
+    i, j = 0, len(xs) - 1
+    while i < j:
+        total = xs[i] + xs[j]
+        if total < lo:
+            i += 1
+        elif total > hi:
+            j -= 1
+        else:
+            return xs[i], xs[j]
+    return None
+
+
+def _pair_difference(xs: list[float], lo: float, hi: float) -> tuple[float, float] | None:
+    i, j = 0, 1
+    while j < len(xs):
+        gap = xs[j] - xs[i]
+        if gap < lo or i == j:
+            j += 1
+        elif gap > hi:
+            i += 1
+        else:
+            return xs[i], xs[j]
+    return None
+
+
+def _pair_ratio(xs: list[float], lo: float, hi: float) -> tuple[float, float] | None:
+    for b in xs:
+        if b > 0:
+            i = bisect_left(xs, lo * b - _EPS)
+            if i < len(xs) and xs[i] <= hi * b + _EPS:
+                return xs[i], b
+    return None
+
+
+def _check(figure: Figure, tools: _Pool, context: _Pool) -> Check:
+    if figure.date is not None:
+        return _check_date(figure, tools, context)
+    direct = figure.readings
+    if figure.kind == "percent":  # 12.5% also matches the ratio a tool may return: 0.125
+        direct += tuple((v / 100, h / 100) for v, h in figure.readings)
+    for pool, source in ((tools, "tool"), (context, "question")):
+        for value, half in direct:
+            if (origin := pool.find(value, half)) is not None:
+                return Check(figure, source, origin)  # type: ignore[arg-type]
+    for value, half in figure.readings:
+        if how := _derived(tools.distinct, abs(value), half, figure.kind == "percent"):
+            return Check(figure, "derived", how)
+    return Check(figure, "none", nearest=tools.nearest(figure.readings[0][0]))
+
+
+def _check_date(figure: Figure, tools: _Pool, context: _Pool) -> Check:
+    shown = figure.date
+    for pool, source in ((tools, "tool"), (context, "question")):
+        for date, origin in pool.dates.items():
+            if shown is not None and _same_day(shown, date):
+                return Check(figure, source, origin)  # type: ignore[arg-type]
+    return Check(figure, "none", nearest=", ".join(f"{y:04}-{m:02}-{d:02}" for y, m, d in list(tools.dates)[:3]))
+
+
+def _same_day(shown: Date, known: Date) -> bool:
+    (y, m, d), (ky, km, kd) = shown, known
+    return m == km and (y in (0, ky) or ky == 0) and (d in (0, kd) or kd == 0)
+
+
+def check(
+    answer: str, tool_results: Sequence[tuple[str, str]], context: Sequence[str] = (), *, tools_called: bool
+) -> Grounding:
+    """Check every figure of `answer` against (tool name, result text) pairs and the conversation's texts."""
+    tools, ctx = _tool_pool(tool_results), _Pool()
+    for text in context:
+        ctx.add_text(text, "question")
+    ctx = ctx.freeze()
+    checks: list[Check] = []
+    exempt: list[Figure] = []
+    for figure in scan(answer):
+        if figure.exempt is None:
+            checks.append(_check(figure, tools, ctx))
+        else:
+            exempt.append(figure)
+    return Grounding(checks, exempt, tools_called)
