@@ -10,7 +10,7 @@ import yaml
 from agent.security.policy import Policy, PolicyError, load_policy
 from tests.support.contract import TOOL_NAMES
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 ALL = TOOL_NAMES
 
 

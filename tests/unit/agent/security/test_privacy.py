@@ -14,7 +14,7 @@ from agent.mcp_client import ToolResult, ToolSpec
 from agent.security.audit_check import records
 from agent.security.privacy import Pseudonymizer, customer_ids, fold, result_names
 from tests.unit.agent.conftest import ScriptedBackend
-from tests.unit.agent.test_auth import bearer, env, settings_for
+from tests.unit.agent.security.test_auth import bearer, env, settings_for
 
 __all__ = ["env"]
 

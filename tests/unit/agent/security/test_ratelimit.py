@@ -8,7 +8,7 @@ from typing import Any
 from agent.security.audit_check import records
 from agent.security.ratelimit import MemoryLimiter, NoLimit, RedisLimiter, make_limiter
 from agent.settings import Settings
-from tests.unit.agent.test_auth import ASK, api, bearer, env, settings_for
+from tests.unit.agent.security.test_auth import ASK, api, bearer, env, settings_for
 
 __all__ = ["env"]  # the fixture, shared with test_auth
 
