@@ -19,7 +19,7 @@ import redis
 
 from agent.backends.base import RoundRequest, TextDelta
 from agent.queue.client import QueueBackend
-from agent.queue.jobs import QUEUE_CONTINUING, QUEUE_NEW
+from agent.queue.keys import RQ_QUEUE_KEYS, WORKERS_SET, worker_status_key
 from agent.settings import Settings
 from tests.fakes.control import FakeOllama, fake_ollama_process
 from tests.support.procs import VENV_BIN, Proc, free_port, redis_server_cmd, start, wait_until
@@ -85,7 +85,7 @@ class Workers:
     def statuses(self) -> list[dict[str, Any]]:
         """Status of each live worker (its key expires a few seconds after the worker stops)."""
         client = self.redis.client()
-        raw = [client.get(f"agent:worker:{w}:status") for w in client.smembers("agent:workers")]
+        raw = [client.get(worker_status_key(w)) for w in client.smembers(WORKERS_SET)]
         return [json.loads(r) for r in raw if r]
 
     def kill(self, proc: Proc) -> None:
@@ -164,4 +164,4 @@ async def answer(backend: QueueBackend, req: RoundRequest) -> str:
 
 def queued(group: Workers) -> list[str]:
     client = group.redis.client()
-    return [*client.lrange(f"rq:queue:{QUEUE_CONTINUING}", 0, -1), *client.lrange(f"rq:queue:{QUEUE_NEW}", 0, -1)]
+    return [job_id for key in RQ_QUEUE_KEYS for job_id in client.lrange(key, 0, -1)]

@@ -10,6 +10,7 @@ from prometheus_client import REGISTRY
 
 from agent.backends.base import RoundDone, TextDelta
 from agent.errors import QueueFull
+from agent.queue.keys import ROUND_TIMES, rq_job_key
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import Workers, answer, open_backend, queued, request
 from tests.support.procs import free_port, wait_until
@@ -109,7 +110,7 @@ async def test_full_queue_is_refused_with_retry_after_from_recent_round_times(qu
         }
     )
     queue_workers.start()
-    queue_workers.redis.client().lpush("agent:round_times", *["7.0"] * 5)
+    queue_workers.redis.client().lpush(ROUND_TIMES, *["7.0"] * 5)
     async with open_backend(queue_workers, max_queue_depth=2) as backend:
         hog = asyncio.create_task(answer(backend, request("hog")))
         await asyncio.to_thread(wait_until, lambda: queue_fake.stats()["active"] == 1, 10.0, 0.01, "hog running")
@@ -122,7 +123,7 @@ async def test_full_queue_is_refused_with_retry_after_from_recent_round_times(qu
         assert REGISTRY.get_sample_value("agent_queue_depth") == 2
         assert refused.value.retry_after == 7
         assert "MAX_QUEUE_DEPTH=2" in refused.value.message
-        assert len(queue_workers.redis.client().keys("rq:job:*")) == 3  # the refused job left nothing behind
+        assert len(queue_workers.redis.client().keys(rq_job_key("*"))) == 3  # the refused job left nothing behind
         assert await asyncio.gather(hog, *waiting) == ["done", "ok", "ok"]
 
 
@@ -142,7 +143,7 @@ async def test_disconnect_removes_the_queued_job_and_stops_the_running_generatio
         with pytest.raises(asyncio.CancelledError):
             await waiter
         assert queued(queue_workers) == []
-        assert not queue_workers.redis.client().exists(f"rq:job:{job_id}")
+        assert not queue_workers.redis.client().exists(rq_job_key(job_id))
         await running.aclose()  # the streaming client goes away mid-answer
         await asyncio.to_thread(
             wait_until, lambda: queue_fake.stats()["cancelled"] == 1, 5.0, 0.02, "generation cancelled"

@@ -1,13 +1,13 @@
-"""Pure parts of the GPU queue: Retry-After estimation, queue choice, error round trip, URL redaction."""
+"""Pure parts of the API side of the GPU queue: Retry-After estimation, queue choice, URL redaction."""
 
 from __future__ import annotations
 
 import pytest
 
 from agent.backends.base import RoundRequest
-from agent.errors import DependencyDown, ModelNotFound, QueueTimeout, UpstreamError
-from agent.queue import jobs
-from agent.queue.client import _error_from, estimate_retry_after, queue_for, redacted
+from agent.queue import keys
+from agent.queue.client import estimate_retry_after, queue_for
+from agent.queue.registry import redacted
 
 
 def make(round_no: int) -> RoundRequest:
@@ -33,30 +33,10 @@ def test_retry_after_comes_from_recent_round_times(
 
 
 def test_rounds_of_conversations_under_way_use_the_queue_read_first() -> None:
-    assert queue_for(make(1)) == jobs.QUEUE_NEW
-    assert queue_for(make(2)) == jobs.QUEUE_CONTINUING
-    assert queue_for(make(5)) == jobs.QUEUE_CONTINUING
-    assert queue_for(make(3), continuing_first=False) == jobs.QUEUE_NEW
-
-
-@pytest.mark.parametrize(
-    "exc",
-    [
-        ModelNotFound("Model 'x' is not available: pull it", param="model"),
-        QueueTimeout("waited too long"),
-        DependencyDown("Ollama is unreachable", retry_after=5),
-    ],
-)
-def test_worker_errors_come_back_as_the_same_class(exc: Exception) -> None:
-    assert isinstance(exc, ModelNotFound | QueueTimeout | DependencyDown)
-    rebuilt = _error_from(jobs.error_entry(exc))
-    assert type(rebuilt) is type(exc)
-    assert (rebuilt.message, rebuilt.param, rebuilt.retry_after) == (exc.message, exc.param, exc.retry_after)
-
-
-def test_unknown_worker_error_names_become_upstream_errors() -> None:
-    assert type(_error_from({"kind": "error", "error": "ValueError", "message": "boom"})) is UpstreamError
-    assert type(_error_from({"kind": "error", "error": "os", "message": "boom"})) is UpstreamError
+    assert queue_for(make(1)) == keys.QUEUE_NEW
+    assert queue_for(make(2)) == keys.QUEUE_CONTINUING
+    assert queue_for(make(5)) == keys.QUEUE_CONTINUING
+    assert queue_for(make(3), continuing_first=False) == keys.QUEUE_NEW
 
 
 def test_redis_url_in_messages_never_carries_the_password() -> None:

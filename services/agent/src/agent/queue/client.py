@@ -1,6 +1,6 @@
 """The GPU queue as a ModelBackend: each round is one RQ job, its tokens come back over a Redis stream.
 
-The API side of agent.queue.jobs. `stream_round` admits the round (429 past MAX_QUEUE_DEPTH), enqueues it on
+The API side of agent.queue.keys. `stream_round` admits the round (429 past MAX_QUEUE_DEPTH), enqueues it on
 the continuing-rounds queue (round > 1) or the new-rounds queue, then follows the job's event stream with
 `XREAD BLOCK`, yielding events as the worker produces them. It fails fast and clearly when the worker dies
 (its pings stop), when no worker is running, when Redis is down, or when the round waited past
@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 import redis.asyncio as aioredis
 import structlog
@@ -28,14 +27,13 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
-from rq import Queue
-from rq.serializers import JSONSerializer
 
-from agent import errors
 from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict
-from agent.errors import AgentError, DependencyDown, QueueFull, QueueTimeout
+from agent.errors import DependencyDown, QueueFull, QueueTimeout
 from agent.metrics import QUEUE_DEPTH, QUEUE_WAIT, REJECTED
-from agent.queue import jobs
+from agent.queue import keys, rq_adapter
+from agent.queue.events import error_from
+from agent.queue.registry import WorkerRegistry, redacted
 from agent.settings import Settings
 
 BLOCK_MS = 1000  # XREAD BLOCK; the socket timeout below must exceed it
@@ -43,19 +41,7 @@ CHECK_EVERY = 1.0  # seconds between liveness checks of a waiting round
 WORKER_LOST_AFTER = 4.0  # seconds without a ping from the worker holding the round
 VANISHED_AFTER = 3.0  # a job gone from the queue without an `accepted` event: its worker died on pickup
 NO_WORKER_GRACE = 5.0  # queued rounds survive a worker restart this long
-WORKERS_CACHE = 1.0
-RESULT_TTL, FAILURE_TTL = 60, 3600
 DEFAULT_ROUND_S, MAX_RETRY_AFTER = 10.0, 120
-
-# Push only while both queues together hold fewer than ARGV[2] jobs (-1: no limit). Returns the depth
-# after the push, or -(depth + 1) when refused. Atomic, so API replicas racing at the limit cannot overshoot.
-_ADMIT = """
-local depth = redis.call('llen', KEYS[1]) + redis.call('llen', KEYS[2])
-local limit = tonumber(ARGV[2])
-if limit >= 0 and depth >= limit then return -depth - 1 end
-if ARGV[3] == '1' then redis.call('lpush', KEYS[3], ARGV[1]) else redis.call('rpush', KEYS[3], ARGV[1]) end
-return depth + 1
-"""
 
 log = structlog.get_logger("agent.queue.client")
 
@@ -71,26 +57,7 @@ def estimate_retry_after(
 
 def queue_for(request: RoundRequest, continuing_first: bool = True) -> str:
     """Rounds of conversations under way (round > 1) go on the queue every worker reads first."""
-    return jobs.QUEUE_CONTINUING if continuing_first and request.round > 1 else jobs.QUEUE_NEW
-
-
-def redacted(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}{parts.path}"
-
-
-class AdmittingQueue(Queue):
-    """RQ queue whose push is the admission check, so saving and admitting a job is one MULTI/EXEC."""
-
-    def __init__(self, name: str, limit: int, **kwargs: Any) -> None:
-        super().__init__(name, **kwargs)
-        self.limit = limit
-
-    def push_job_id(self, job_id: str, pipeline: Any = None, at_front: bool = False) -> None:
-        # RQ 2.x enqueue_job() saves the job, then calls push_job_id() as its last pipelined command.
-        keys = [f"rq:queue:{name}" for name in jobs.QUEUE_ORDER]
-        target = pipeline if pipeline is not None else self.connection
-        target.eval(_ADMIT, 3, *keys, self.key, job_id, self.limit, "1" if at_front else "0")
+    return keys.QUEUE_CONTINUING if continuing_first and request.round > 1 else keys.QUEUE_NEW
 
 
 class WorkerLost(Exception):
@@ -128,19 +95,13 @@ class QueueBackend:
             retry=AsyncRetry(NoBackoff(), 1),
         )  # one retry for a stale connection, not redis-py's 10
         self.redis = aioredis.Redis(connection_pool=pool)
+        self.workers = WorkerRegistry(self.redis, self.where)
         self._sync = Redis.from_url(
             settings.redis_url, socket_timeout=5, socket_connect_timeout=1, retry=Retry(NoBackoff(), 1)
         )
         # (queue, limited?) → queue object; retried rounds use the unlimited ones
-        self._queues = {
-            (name, limited): AdmittingQueue(
-                name, settings.max_queue_depth if limited else -1, connection=self._sync, serializer=JSONSerializer
-            )
-            for name in jobs.QUEUE_ORDER
-            for limited in (True, False)
-        }
+        self._queues = rq_adapter.admitting_queues(self._sync, settings.max_queue_depth)
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-enqueue")
-        self._workers_cache: tuple[float, list[dict[str, Any]]] = (-math.inf, [])
         self._background: set[asyncio.Task[None]] = set()
 
     async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
@@ -153,7 +114,7 @@ class QueueBackend:
                     yield event
                 return
             except WorkerLost as exc:
-                if retried or rnd.forwarded or not await self._workers(fresh=True):
+                if retried or rnd.forwarded or not await self.workers.live(fresh=True):
                     raise DependencyDown(
                         f"agent-worker stopped mid-round ({exc}); the answer is incomplete. "
                         "Try again; see the agent-worker logs."
@@ -166,18 +127,18 @@ class QueueBackend:
 
     async def _enqueue(self, rnd: _Round, front: bool) -> None:
         try:
-            workers = await self._workers()
+            workers = await self.workers.live()
             if not workers:
                 REJECTED.labels("no_worker").inc()
-                raise DependencyDown(self._no_worker())
+                raise DependencyDown(self.workers.no_worker())
             rnd.enqueued = time.monotonic()
             loop = asyncio.get_running_loop()
             admitted, depth = await loop.run_in_executor(self._executor, self._push, rnd, front)
             if not admitted:
-                durations = [float(d) for d in await self.redis.lrange(jobs.ROUND_TIMES, 0, -1)]
+                durations = [float(d) for d in await self.redis.lrange(keys.ROUND_TIMES, 0, -1)]
         except RedisError as exc:
             REJECTED.labels("redis_down").inc()
-            raise self._redis_down(exc) from exc
+            raise self.workers.redis_down(exc) from exc
         if not admitted:
             REJECTED.labels("queue_full").inc()
             wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, len(workers))
@@ -191,28 +152,19 @@ class QueueBackend:
 
     def _push(self, rnd: _Round, front: bool) -> tuple[bool, int]:
         """Save the job and admit it in one MULTI/EXEC; runs in a thread because RQ's client is sync."""
-        name = jobs.QUEUE_CONTINUING if front else queue_for(rnd.request, self.continuing_first)
-        queue, settings = self._queues[name, not front], self.settings
-        job = queue.create_job(
-            "agent.queue.jobs.run_round",
-            args=(rnd.request.to_dict(), time.time(), rnd.job_id),
+        name = keys.QUEUE_CONTINUING if front else queue_for(rnd.request, self.continuing_first)
+        settings = self.settings
+        spec = rq_adapter.JobSpec(
             job_id=rnd.job_id,
+            args=(rnd.request.to_dict(), time.time(), rnd.job_id),
             timeout=math.ceil(settings.round_timeout_seconds) + 30,  # + lock wait; the round itself is
-            result_ttl=RESULT_TTL,
-            failure_ttl=FAILURE_TTL,  # bounded by ROUND_TIMEOUT_SECONDS
-            ttl=math.ceil(settings.queue_timeout_seconds) + 60,
-            description=f"round {rnd.request.round} of request {rnd.request.request_id}",
-        )  # never the prompt
-        with self._sync.pipeline() as pipe:
-            queue.enqueue_job(job, pipeline=pipe, at_front=front)
-            depth = int(pipe.execute()[-1])  # the admitting push is the last command RQ queued
-        if depth >= 0:
-            return True, depth
-        self._sync.delete(job.key)  # refused: the saved hash would only wait for its TTL
-        return False, -depth - 1
+            ttl=math.ceil(settings.queue_timeout_seconds) + 60,  # bounded by ROUND_TIMEOUT_SECONDS
+            description=f"round {rnd.request.round} of request {rnd.request.request_id}",  # never the prompt
+        )
+        return rq_adapter.push(self._queues[name, not front], spec, at_front=front)
 
     async def _follow(self, rnd: _Round) -> AsyncIterator[RoundEvent]:
-        key, last = jobs.events_key(rnd.job_id), "0-0"
+        key, last = keys.events_key(rnd.job_id), "0-0"
         last_seen = checked = time.monotonic()
         while True:
             try:
@@ -233,7 +185,7 @@ class QueueBackend:
                     checked = now
                     await self._check(rnd, now, last_seen)
             except RedisError as exc:
-                raise self._redis_down(exc) from exc
+                raise self.workers.redis_down(exc) from exc
 
     def _handle(self, rnd: _Round, data: dict[str, Any], now: float) -> RoundEvent | None:
         kind = data.get("kind")
@@ -245,7 +197,7 @@ class QueueBackend:
             self._spawn(self._sample_depth())
         elif kind == "error":
             rnd.finished = True
-            raise _error_from(data)
+            raise error_from(data)
         elif kind != "ping":
             event = event_from_dict(data)
             rnd.forwarded = True
@@ -268,18 +220,18 @@ class QueueBackend:
                 raise WorkerLost(f"no heartbeat for {now - last_seen:.1f} s")
             return
         pipe = self.redis.pipeline(transaction=False)
-        for name in jobs.QUEUE_ORDER:
-            pipe.lpos(f"rq:queue:{name}", rnd.job_id)
+        for key in keys.RQ_QUEUE_KEYS:
+            pipe.lpos(key, rnd.job_id)
         if not any(pos is not None for pos in await pipe.execute()):
             rnd.vanished = rnd.vanished or now
             if now - rnd.vanished > VANISHED_AFTER:
                 raise WorkerLost("the job left the queue but its worker never reported")
-        if await self._workers():
+        if await self.workers.live():
             rnd.no_worker_since = None
             return
         rnd.no_worker_since = rnd.no_worker_since or now
         if now - rnd.no_worker_since > NO_WORKER_GRACE:
-            raise DependencyDown(self._no_worker())
+            raise DependencyDown(self.workers.no_worker())
 
     async def _abandon(self, rnd: _Round) -> None:
         """Client gone or round failed: take the job off the queue, or tell its worker to stop."""
@@ -290,12 +242,12 @@ class QueueBackend:
     async def _cancel_job(self, job_id: str) -> None:
         try:
             pipe = self.redis.pipeline(transaction=False)
-            pipe.set(jobs.cancel_key(job_id), "1", ex=jobs.CANCEL_TTL)
-            for name in jobs.QUEUE_ORDER:
-                pipe.lrem(f"rq:queue:{name}", 0, job_id)
+            pipe.set(keys.cancel_key(job_id), "1", ex=keys.CANCEL_TTL)
+            for key in keys.RQ_QUEUE_KEYS:
+                pipe.lrem(key, 0, job_id)
             _, *removed = await pipe.execute()
             if any(removed):
-                await self.redis.delete(f"rq:job:{job_id}")
+                await self.redis.delete(keys.rq_job_key(job_id))
             log.info("round_cancelled", job_id=job_id, was_queued=any(removed))
         except RedisError as exc:
             log.warning("round_cancel_failed", job_id=job_id, error=str(exc))
@@ -303,8 +255,8 @@ class QueueBackend:
     async def _sample_depth(self) -> None:
         with contextlib.suppress(RedisError):
             pipe = self.redis.pipeline(transaction=False)
-            for name in jobs.QUEUE_ORDER:
-                pipe.llen(f"rq:queue:{name}")
+            for key in keys.RQ_QUEUE_KEYS:
+                pipe.llen(key)
             QUEUE_DEPTH.set(sum(await pipe.execute()))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -313,44 +265,8 @@ class QueueBackend:
         task.add_done_callback(self._background.discard)
         return task
 
-    async def _workers(self, fresh: bool = False) -> list[dict[str, Any]]:
-        """Status of the live workers (their status keys expire STATUS_TTL s after their last heartbeat)."""
-        at, cached = self._workers_cache
-        if not fresh and time.monotonic() - at < WORKERS_CACHE:
-            return cached
-        ids = sorted(str(i) for i in await self.redis.smembers(jobs.WORKERS_SET))
-        values = await self.redis.mget([jobs.worker_status_key(i) for i in ids]) if ids else []
-        alive = [json.loads(v) for v in values if v]
-        dead = [i for i, v in zip(ids, values, strict=True) if not v]
-        if dead:
-            await self.redis.srem(jobs.WORKERS_SET, *dead)
-        self._workers_cache = (time.monotonic(), alive)
-        return alive
-
     async def status(self) -> ModelStatus:
-        try:
-            workers = await self._workers(fresh=True)
-        except RedisError as exc:
-            return ModelStatus(False, detail=self._redis_down(exc).message)
-        if not workers:
-            return ModelStatus(False, detail=self._no_worker())
-        reachable = [w for w in workers if w.get("ollama_reachable")]
-        models = sorted({m for w in workers for m in w.get("models") or []})
-        version = next((w["ollama_version"] for w in reachable if w.get("ollama_version")), None)
-        detail = "; ".join(f"agent-worker on {w.get('gpu_id')} up: {w.get('detail')}" for w in workers)
-        return ModelStatus(bool(reachable), models, version, detail)
-
-    def _no_worker(self) -> str:
-        return (
-            f"no agent-worker is running (no worker heartbeat in Redis at {self.where}): start one "
-            "(`docker compose up -d agent-worker`, or `agent-worker` on the GPU host)"
-        )
-
-    def _redis_down(self, exc: Exception) -> DependencyDown:
-        return DependencyDown(
-            f"Redis unreachable at {self.where} ({type(exc).__name__}: {exc}). Check that the "
-            "`redis` service is running and REDIS_URL is right."
-        )
+        return await self.workers.status()
 
     async def aclose(self) -> None:
         for task in list(self._background):
@@ -359,11 +275,3 @@ class QueueBackend:
         await self.redis.connection_pool.disconnect()
         self._sync.close()
         self._executor.shutdown(wait=False)
-
-
-def _error_from(data: dict[str, Any]) -> AgentError:
-    """Rebuild the worker's error as the same agent.errors class (unknown names become UpstreamError)."""
-    cls = getattr(errors, str(data.get("error")), None)
-    if not (isinstance(cls, type) and issubclass(cls, AgentError)):
-        cls = errors.UpstreamError
-    return cls(str(data.get("message")), param=data.get("param"), retry_after=data.get("retry_after"))

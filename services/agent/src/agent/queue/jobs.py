@@ -1,75 +1,36 @@
-"""The GPU round as an RQ job: key names shared by API and worker, and the worker side of one round.
+"""Worker side of one GPU round: the RQ job function and the round it runs on the worker's event loop.
 
-One job = one LLM round. The worker relays the round's events to the API through a per-job Redis
-stream (`agent:round:<id>:events`, entry ids 0-1, 0-2, … so a re-sent XADD is refused, never doubled):
-
-    accepted  the worker took the job (from then on it pings every PING_INTERVAL s, even while waiting)
-    started   the per-GPU lock is held and the request goes to Ollama
-    text / thinking / tool_calls / done   agent.backends.base events, as Ollama produces them
-    error     an agent.errors class name and message; the API re-raises it
-    ping      the worker is alive (the API treats silence as worker death)
-
-A client that goes away sets `agent:round:<id>:cancel`; the worker checks it with every write and
-closes the Ollama stream (Ollama stops generating on disconnect).
+One job = one LLM round. `run_round` (called by RQ in the worker's main thread) hands the round to the
+worker's asyncio loop; `execute_round` accepts it, takes the per-GPU lock and streams Ollama's events into
+the round's event stream (agent.queue.writer, entry kinds in agent.queue.events). A client that goes away
+sets the round's cancel flag; the writer sees it with its next write and the round's task is cancelled,
+which closes the Ollama stream (Ollama stops generating on disconnect).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import httpx
 import redis.asyncio as aioredis
 import structlog
-from redis.exceptions import RedisError
-from rq.timeouts import JobTimeoutException
 
 from agent.backends.base import RoundDone, RoundEvent, RoundRequest, event_to_dict
 from agent.backends.ollama import stream_chat
 from agent.errors import AgentError, DependencyDown, QueueTimeout, UpstreamError, UpstreamTimeout
 from agent.metrics import GPU_BUSY, LLM_TOKENS, ROUND_DURATION, TIME_TO_FIRST_TOKEN
+from agent.queue.events import error_entry
+from agent.queue.keys import gpu_lock_key
+from agent.queue.rq_adapter import is_job_timeout
+from agent.queue.writer import EventWriter, GpuLock, RoundControl
 from agent.settings import Settings
 
-QUEUE_CONTINUING = "agent-rounds-continuing"  # rounds > 1: read first by every worker
-QUEUE_NEW = "agent-rounds-new"
-QUEUE_ORDER = (QUEUE_CONTINUING, QUEUE_NEW)  # workers BLPOP these in this order: the priority
-WORKERS_SET = "agent:workers"
-ROUND_TIMES = "agent:round_times"  # recent GPU round durations, newest first (Retry-After estimate)
-ROUND_TIMES_KEPT = 50
-
-PING_INTERVAL = 0.5  # seconds of silence after which the worker writes a ping
-STATUS_TTL = 5  # seconds a worker's status key outlives its last heartbeat
-STREAM_TTL = 120  # seconds an event stream outlives its last write
-CANCEL_TTL = 600
-LOCK_TTL_MS = 5000  # a killed worker's GPU lock frees itself this fast
-LOCK_REFRESH = 1.0
-LOCK_POLL = 0.005  # only a second worker on the same GPU ever waits here
-
-_REFRESH = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
-_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
-
 log = structlog.get_logger("agent.queue.jobs")
-
-
-def events_key(job_id: str) -> str:
-    return f"agent:round:{job_id}:events"
-
-
-def cancel_key(job_id: str) -> str:
-    return f"agent:round:{job_id}:cancel"
-
-
-def worker_status_key(worker_id: str) -> str:
-    return f"agent:worker:{worker_id}:status"
-
-
-def gpu_lock_key(gpu_id: str) -> str:
-    return f"agent:gpu:{gpu_id}:lock"
 
 
 @dataclass
@@ -95,21 +56,6 @@ def install_runtime(runtime: Runtime | None) -> None:
     _runtime = runtime
 
 
-@dataclass
-class RoundControl:
-    """Why a round stops early; the first reason wins and cancels the round's task."""
-
-    task: asyncio.Task[Any]
-    reason: str | None = None
-    detail: str = ""
-    finished: bool = False  # past this point an abort must not cancel the task's cleanup
-
-    def abort(self, reason: str, detail: str = "") -> None:
-        if self.reason is None and not self.finished:
-            self.reason, self.detail = reason, detail
-            self.task.cancel()
-
-
 def run_round(request: dict[str, Any], enqueued_at: float, job_id: str) -> dict[str, Any]:
     """RQ job: run one round on this worker's GPU. Arguments and result are plain JSON."""
     if _runtime is None:
@@ -122,7 +68,7 @@ def run_round(request: dict[str, Any], enqueued_at: float, job_id: str) -> dict[
     try:
         return future.result()
     except BaseException as exc:  # RQ's job timeout (SIGALRM) or a cold shutdown: stop the round, re-raise
-        reason = "job_timeout" if isinstance(exc, JobTimeoutException) else "worker_shutdown"
+        reason = "job_timeout" if is_job_timeout(exc) else "worker_shutdown"
         if controls:
             rt.loop.call_soon_threadsafe(controls[0].abort, reason)
         with contextlib.suppress(BaseException):
@@ -246,131 +192,3 @@ def _queue_timeout_message(settings: Settings, waited: float) -> str:
         f"The round waited {waited:.0f} s for the GPU, past QUEUE_TIMEOUT_SECONDS="
         f"{settings.queue_timeout_seconds:g}: the GPU is busy, try again later"
     )
-
-
-def error_entry(exc: AgentError) -> dict[str, Any]:
-    return {
-        "kind": "error",
-        "error": type(exc).__name__,
-        "message": exc.message,
-        "param": exc.param,
-        "retry_after": exc.retry_after,
-    }
-
-
-class GpuLock:
-    """`SET NX PX` on the GPU's key: one generation per GPU even with a second worker started by mistake.
-
-    The EventWriter tries it, refreshes it while the round streams and releases it with the last events.
-    """
-
-    def __init__(self, redis: aioredis.Redis, key: str, token: str) -> None:
-        self.redis, self.key, self.token = redis, key, token
-        self.held = False
-        self.refreshed = 0.0
-
-    async def acquire(self) -> None:
-        # The lock lives in Redis (shared with other workers), so there is no local Event to wait on.
-        while not await self.redis.set(self.key, self.token, nx=True, px=LOCK_TTL_MS):  # noqa: ASYNC110
-            await asyncio.sleep(LOCK_POLL)
-        self.taken()
-
-    def taken(self) -> None:
-        self.held, self.refreshed = True, time.monotonic()
-
-    def refresh_due(self) -> bool:
-        return self.held and time.monotonic() - self.refreshed >= LOCK_REFRESH
-
-
-@dataclass
-class EventWriter:
-    """Sends pending events in one pipeline per batch; pings, checks the cancel flag, minds the lock."""
-
-    redis: aioredis.Redis
-    job_id: str
-    control: RoundControl
-    lock: GpuLock
-    round_time: float | None = None  # recorded with the last batch (Retry-After estimates)
-    _pending: list[str] = field(default_factory=list)
-    _seq: int = 0
-    _wake: asyncio.Event = field(default_factory=asyncio.Event)
-    _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _task: asyncio.Task[None] | None = None
-    _closed: bool = False
-
-    def put(self, data: dict[str, Any], last: bool = False) -> None:
-        """Queue an event; the last one waits for close(), which sends it with the lock release."""
-        self._pending.append(json.dumps(data, separators=(",", ":")))
-        if last:
-            return
-        self._wake.set()
-        if self._task is None:
-            self._task = asyncio.create_task(self._run())
-
-    async def send(self, try_lock: bool = False, final: bool = False) -> None:
-        """Write what is pending now (in order with the background sends) plus the checks that ride along."""
-        async with self._send_lock:
-            batch, self._pending = self._pending, []
-            pipe = self.redis.pipeline(transaction=False)
-            for data in batch:
-                self._seq += 1
-                pipe.xadd(events_key(self.job_id), {"e": data}, id=f"0-{self._seq}")
-            pipe.expire(events_key(self.job_id), STREAM_TTL)
-            checks: list[Callable[[Any], None]] = [self._on_cancel_flag]
-            pipe.exists(cancel_key(self.job_id))
-            if try_lock:
-                pipe.set(self.lock.key, self.lock.token, nx=True, px=LOCK_TTL_MS)
-                checks.append(lambda ok: self.lock.taken() if ok else None)
-            elif final and self.lock.held:
-                self.lock.held = False
-                pipe.eval(_RELEASE, 1, self.lock.key, self.lock.token)
-                checks.append(lambda _: None)
-            elif self.lock.refresh_due():
-                pipe.eval(_REFRESH, 1, self.lock.key, self.lock.token, LOCK_TTL_MS)
-                checks.append(self._on_refresh)
-            if final and self.round_time is not None:
-                pipe.lpush(ROUND_TIMES, f"{self.round_time:.4f}")
-                pipe.ltrim(ROUND_TIMES, 0, ROUND_TIMES_KEPT - 1)
-            results = await pipe.execute(raise_on_error=False)
-        for result in results:  # a re-sent batch (retry after a lost reply) is refused by id: that is fine
-            if isinstance(result, Exception) and "equal or smaller" not in str(result):
-                raise result
-        for check, result in zip(checks, results[len(batch) + 1 :], strict=False):
-            check(result)
-
-    def _on_cancel_flag(self, present: Any) -> None:
-        if present:
-            self.control.abort("client_cancelled")
-
-    def _on_refresh(self, ok: Any) -> None:
-        if ok:
-            self.lock.refreshed = time.monotonic()
-        else:
-            self.control.abort("lock_lost")
-
-    async def _run(self) -> None:
-        while not self._closed:
-            try:
-                async with asyncio.timeout(PING_INTERVAL):
-                    await self._wake.wait()
-            except TimeoutError:
-                self._pending.append('{"kind":"ping"}')
-            self._wake.clear()
-            if self._closed:
-                return
-            if not self._pending:  # a direct send() already took the batch
-                continue
-            try:
-                await self.send()
-            except RedisError as exc:
-                self.control.abort("redis_error", str(exc))
-                return
-
-    async def close(self) -> None:
-        self._closed = True
-        self._wake.set()
-        if self._task is not None:
-            with contextlib.suppress(Exception):
-                await self._task
-        with contextlib.suppress(RedisError):
-            await self.send(final=True)

@@ -29,36 +29,18 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
-from rq import Queue, SimpleWorker
-from rq.serializers import JSONSerializer
-from rq.utils import now
 
 from agent.backends.ollama import ollama_status, pull_hint
 from agent.logs import configure
 from agent.metrics import GPU_BUSY, MODEL_PRESENT, OLLAMA_UP
-from agent.queue import jobs
+from agent.queue import jobs, keys
+from agent.queue.rq_adapter import gpu_worker
 from agent.settings import Settings, get_settings
 
 STATUS_EVERY = 1.0
 PROBE_EVERY = 15.0  # re-read /api/tags this often (faster while Ollama or the model is missing)
 
 log = structlog.get_logger("agent.queue.worker")
-
-
-class GpuWorker(SimpleWorker):
-    """SimpleWorker that reconnects to a restarted Redis within ~2 s instead of backing off to 60 s."""
-
-    exponential_backoff_factor = 1.5
-    max_connection_wait_time = 2.0
-    log_job_description = False  # descriptions never hold prompts, but keep RQ's lines short anyway
-
-    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
-        # RQ sends this as two unpipelined commands up to three times per job, between one generation and
-        # the next; its key lives worker_ttl + 60 = 480 s, so refreshing it every few seconds is plenty.
-        last = self.last_heartbeat
-        if pipeline is None and timeout is None and last is not None and (now() - last).total_seconds() < 5:
-            return
-        super().heartbeat(timeout, pipeline)
 
 
 def _async_redis(url: str) -> aioredis.Redis:
@@ -163,16 +145,16 @@ class StatusReporter:
         self.status["heartbeat"] = time.time()
         try:
             pipe = self.rt.redis.pipeline(transaction=False)
-            pipe.set(jobs.worker_status_key(self.rt.worker_id), json.dumps(self.status), ex=jobs.STATUS_TTL)
-            pipe.sadd(jobs.WORKERS_SET, self.rt.worker_id)
+            pipe.set(keys.worker_status_key(self.rt.worker_id), json.dumps(self.status), ex=keys.STATUS_TTL)
+            pipe.sadd(keys.WORKERS_SET, self.rt.worker_id)
             await pipe.execute()
         except RedisError as exc:  # Redis restarting: the RQ loop reconnects too; keep trying
             log.warning("status_publish_failed", error=str(exc))
 
     async def withdraw(self) -> None:
         with contextlib.suppress(RedisError):
-            await self.rt.redis.delete(jobs.worker_status_key(self.rt.worker_id))
-            await self.rt.redis.srem(jobs.WORKERS_SET, self.rt.worker_id)
+            await self.rt.redis.delete(keys.worker_status_key(self.rt.worker_id))
+            await self.rt.redis.srem(keys.WORKERS_SET, self.rt.worker_id)
 
 
 def _has_model(models: list[str], wanted: str) -> bool:
@@ -204,8 +186,7 @@ def main(argv: list[str] | None = None) -> None:
         health_check_interval=30,
         retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
     )
-    queues = [Queue(name, connection=conn, serializer=JSONSerializer) for name in jobs.QUEUE_ORDER]
-    worker = GpuWorker(queues, connection=conn, serializer=JSONSerializer, name=wid)
+    worker = gpu_worker(conn, wid)
     log.info(
         "worker_started",
         worker=wid,

@@ -1,0 +1,53 @@
+"""Every Redis key the GPU queue reads or writes, and how long each lives: the one place that names them.
+
+The API (agent.queue.client) and the workers (agent.queue.jobs, agent.queue.worker) agree on these names
+and nothing else; RQ's own key layout (`rq:queue:<name>`, `rq:job:<id>`) is spelled here too, because the
+API reads and trims RQ's lists directly (atomic admission, cancellation of a queued round, queue depth).
+tests/unit/agent/queue/test_keys.py pins that layout against the installed RQ.
+"""
+
+from __future__ import annotations
+
+QUEUE_CONTINUING = "agent-rounds-continuing"  # rounds > 1: read first by every worker
+QUEUE_NEW = "agent-rounds-new"
+QUEUE_ORDER = (QUEUE_CONTINUING, QUEUE_NEW)  # workers BLPOP these in this order: the priority
+
+WORKERS_SET = "agent:workers"  # ids of the workers that published a status (dead ones are pruned by the API)
+ROUND_TIMES = "agent:round_times"  # recent GPU round durations, newest first (Retry-After estimate)
+ROUND_TIMES_KEPT = 50
+
+STATUS_TTL = 5  # seconds a worker's status key outlives its last heartbeat
+STREAM_TTL = 120  # seconds an event stream outlives its last write
+CANCEL_TTL = 600  # seconds a cancel flag waits for a worker to pick the round up
+LOCK_TTL_MS = 5000  # a killed worker's GPU lock frees itself this fast
+
+
+def rq_queue_key(name: str) -> str:
+    """The Redis list RQ keeps a queue's job ids in."""
+    return f"rq:queue:{name}"
+
+
+RQ_QUEUE_KEYS = tuple(rq_queue_key(name) for name in QUEUE_ORDER)
+
+
+def rq_job_key(job_id: str) -> str:
+    """The Redis hash RQ saves a job in."""
+    return f"rq:job:{job_id}"
+
+
+def events_key(job_id: str) -> str:
+    """The stream the worker writes a round's events to and the API reads them from."""
+    return f"agent:round:{job_id}:events"
+
+
+def cancel_key(job_id: str) -> str:
+    """Set by the API when the client went away; the worker checks it with every write."""
+    return f"agent:round:{job_id}:cancel"
+
+
+def worker_status_key(worker_id: str) -> str:
+    return f"agent:worker:{worker_id}:status"
+
+
+def gpu_lock_key(gpu_id: str) -> str:
+    return f"agent:gpu:{gpu_id}:lock"

@@ -1,0 +1,162 @@
+"""Worker side of a round's event stream: batched writes, pings, the cancel flag and the per-GPU lock.
+
+The worker relays a round's events to the API through a per-job Redis stream (agent.queue.keys.events_key;
+entry ids 0-1, 0-2, … so a re-sent XADD is refused, never doubled). The entry kinds are listed in
+agent.queue.events. Every write also checks the cancel flag the API sets when its client went away, and
+refreshes the GPU lock while the round streams; the last batch releases the lock and records the round time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from agent.queue.keys import LOCK_TTL_MS, ROUND_TIMES, ROUND_TIMES_KEPT, STREAM_TTL, cancel_key, events_key
+
+PING_INTERVAL = 0.5  # seconds of silence after which the worker writes a ping
+LOCK_REFRESH = 1.0
+LOCK_POLL = 0.005  # only a second worker on the same GPU ever waits here
+
+_REFRESH = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+@dataclass
+class RoundControl:
+    """Why a round stops early; the first reason wins and cancels the round's task."""
+
+    task: asyncio.Task[Any]
+    reason: str | None = None
+    detail: str = ""
+    finished: bool = False  # past this point an abort must not cancel the task's cleanup
+
+    def abort(self, reason: str, detail: str = "") -> None:
+        if self.reason is None and not self.finished:
+            self.reason, self.detail = reason, detail
+            self.task.cancel()
+
+
+class GpuLock:
+    """`SET NX PX` on the GPU's key: one generation per GPU even with a second worker started by mistake.
+
+    The EventWriter tries it, refreshes it while the round streams and releases it with the last events.
+    """
+
+    def __init__(self, redis: aioredis.Redis, key: str, token: str) -> None:
+        self.redis, self.key, self.token = redis, key, token
+        self.held = False
+        self.refreshed = 0.0
+
+    async def acquire(self) -> None:
+        # The lock lives in Redis (shared with other workers), so there is no local Event to wait on.
+        while not await self.redis.set(self.key, self.token, nx=True, px=LOCK_TTL_MS):  # noqa: ASYNC110
+            await asyncio.sleep(LOCK_POLL)
+        self.taken()
+
+    def taken(self) -> None:
+        self.held, self.refreshed = True, time.monotonic()
+
+    def refresh_due(self) -> bool:
+        return self.held and time.monotonic() - self.refreshed >= LOCK_REFRESH
+
+
+@dataclass
+class EventWriter:
+    """Sends pending events in one pipeline per batch; pings, checks the cancel flag, minds the lock."""
+
+    redis: aioredis.Redis
+    job_id: str
+    control: RoundControl
+    lock: GpuLock
+    round_time: float | None = None  # recorded with the last batch (Retry-After estimates)
+    _pending: list[str] = field(default_factory=list)
+    _seq: int = 0
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _task: asyncio.Task[None] | None = None
+    _closed: bool = False
+
+    def put(self, data: dict[str, Any], last: bool = False) -> None:
+        """Queue an event; the last one waits for close(), which sends it with the lock release."""
+        self._pending.append(json.dumps(data, separators=(",", ":")))
+        if last:
+            return
+        self._wake.set()
+        if self._task is None:
+            self._task = asyncio.create_task(self._run())
+
+    async def send(self, try_lock: bool = False, final: bool = False) -> None:
+        """Write what is pending now (in order with the background sends) plus the checks that ride along."""
+        async with self._send_lock:
+            batch, self._pending = self._pending, []
+            pipe = self.redis.pipeline(transaction=False)
+            for data in batch:
+                self._seq += 1
+                pipe.xadd(events_key(self.job_id), {"e": data}, id=f"0-{self._seq}")
+            pipe.expire(events_key(self.job_id), STREAM_TTL)
+            checks: list[Callable[[Any], None]] = [self._on_cancel_flag]
+            pipe.exists(cancel_key(self.job_id))
+            if try_lock:
+                pipe.set(self.lock.key, self.lock.token, nx=True, px=LOCK_TTL_MS)
+                checks.append(lambda ok: self.lock.taken() if ok else None)
+            elif final and self.lock.held:
+                self.lock.held = False
+                pipe.eval(_RELEASE, 1, self.lock.key, self.lock.token)
+                checks.append(lambda _: None)
+            elif self.lock.refresh_due():
+                pipe.eval(_REFRESH, 1, self.lock.key, self.lock.token, LOCK_TTL_MS)
+                checks.append(self._on_refresh)
+            if final and self.round_time is not None:
+                pipe.lpush(ROUND_TIMES, f"{self.round_time:.4f}")
+                pipe.ltrim(ROUND_TIMES, 0, ROUND_TIMES_KEPT - 1)
+            results = await pipe.execute(raise_on_error=False)
+        for result in results:  # a re-sent batch (retry after a lost reply) is refused by id: that is fine
+            if isinstance(result, Exception) and "equal or smaller" not in str(result):
+                raise result
+        for check, result in zip(checks, results[len(batch) + 1 :], strict=False):
+            check(result)
+
+    def _on_cancel_flag(self, present: Any) -> None:
+        if present:
+            self.control.abort("client_cancelled")
+
+    def _on_refresh(self, ok: Any) -> None:
+        if ok:
+            self.lock.refreshed = time.monotonic()
+        else:
+            self.control.abort("lock_lost")
+
+    async def _run(self) -> None:
+        while not self._closed:
+            try:
+                async with asyncio.timeout(PING_INTERVAL):
+                    await self._wake.wait()
+            except TimeoutError:
+                self._pending.append('{"kind":"ping"}')
+            self._wake.clear()
+            if self._closed:
+                return
+            if not self._pending:  # a direct send() already took the batch
+                continue
+            try:
+                await self.send()
+            except RedisError as exc:
+                self.control.abort("redis_error", str(exc))
+                return
+
+    async def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
+        with contextlib.suppress(RedisError):
+            await self.send(final=True)

@@ -1,0 +1,27 @@
+"""The error entry of a round's event stream: written by the worker, re-raised by the API as the same class."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.errors import AgentError, DependencyDown, ModelNotFound, QueueTimeout, UpstreamError
+from agent.queue.events import error_entry, error_from
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        ModelNotFound("Model 'x' is not available: pull it", param="model"),
+        QueueTimeout("waited too long"),
+        DependencyDown("Ollama is unreachable", retry_after=5),
+    ],
+)
+def test_worker_errors_come_back_as_the_same_class(exc: AgentError) -> None:
+    rebuilt = error_from(error_entry(exc))
+    assert type(rebuilt) is type(exc)
+    assert (rebuilt.message, rebuilt.param, rebuilt.retry_after) == (exc.message, exc.param, exc.retry_after)
+
+
+def test_unknown_worker_error_names_become_upstream_errors() -> None:
+    assert type(error_from({"kind": "error", "error": "ValueError", "message": "boom"})) is UpstreamError
+    assert type(error_from({"kind": "error", "error": "os", "message": "boom"})) is UpstreamError

@@ -1,0 +1,35 @@
+"""Redis key names: RQ keeps its lists and hashes where agent.queue.keys says, and no other module spells them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from redis import Redis
+from rq import Queue
+from rq.job import Job
+
+from agent.queue import keys
+
+REPO = Path(__file__).resolve().parents[4]
+
+
+def test_rq_keeps_queues_and_jobs_under_the_keys_the_api_reads_and_trims() -> None:
+    conn = Redis()  # never connects: only the key names are read
+    assert [Queue(name, connection=conn).key for name in keys.QUEUE_ORDER] == list(keys.RQ_QUEUE_KEYS)
+    assert Job.key_for("abc") == keys.rq_job_key("abc")
+
+
+def test_the_two_queues_are_distinct_and_continuing_rounds_come_first() -> None:
+    assert keys.QUEUE_ORDER == (keys.QUEUE_CONTINUING, keys.QUEUE_NEW)
+    assert len(set(keys.RQ_QUEUE_KEYS)) == 2
+
+
+def test_no_module_but_keys_spells_a_queue_key() -> None:
+    needles = ("rq:" + "queue:", "rq:" + "job:", "agent:" + "round")
+    offenders = [
+        str(path.relative_to(REPO))
+        for folder in ("services", "mcp-server", "tests")
+        for path in (REPO / folder).rglob("*.py")
+        if path.name != "keys.py" and any(n in path.read_text(encoding="utf-8") for n in needles)
+    ]
+    assert offenders == []
