@@ -58,6 +58,7 @@ def serve() -> int:
         port=settings.mcp_port,
         log_config=None,
         access_log=False,
+        proxy_headers=False,  # request.client stays the socket peer: a client cannot rewrite it with X-Forwarded-For
         timeout_graceful_shutdown=10,
     )
     return 0

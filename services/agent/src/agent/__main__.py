@@ -18,6 +18,7 @@ def main() -> None:
         port=settings.agent_port,
         log_config=None,
         access_log=False,
+        proxy_headers=False,  # request.client stays the socket peer; X-Forwarded-For is read only from TRUSTED_PROXIES
         timeout_graceful_shutdown=5,
     )
 

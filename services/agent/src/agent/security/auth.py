@@ -8,7 +8,6 @@ AGENT_AUTH=none            everyone is "anonymous" with ANONYMOUS_ROLE
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import os
 import secrets
 import tempfile
@@ -23,6 +22,7 @@ import yaml
 from fastapi import Request
 
 from agent.errors import Unauthorized
+from agent.security.forwarded import client_address, is_trusted, parse_networks, split_groups
 from agent.security.policy import ROLE_NAME, Policy
 from agent.settings import Settings
 
@@ -36,7 +36,7 @@ class Identity:
     user: str
     role: str
     method: str  # api_key | trusted_header | none
-    client: str  # the client's address (the SSO proxy's X-Forwarded-For when the peer is a trusted proxy)
+    client: str  # the socket peer, or the right-most untrusted X-Forwarded-For hop when the peer is a trusted proxy
 
 
 @dataclass(frozen=True)
@@ -157,9 +157,7 @@ class Authenticator:
     def __init__(self, settings: Settings, policy: Policy) -> None:
         self.settings, self.policy = settings, policy
         self.keys = KeyStore(settings.agent_keys_file)
-        self.proxies = [
-            ipaddress.ip_network(p.strip(), strict=False) for p in settings.trusted_proxies.split(",") if p.strip()
-        ]
+        self.proxies = parse_networks(settings.trusted_proxies)
 
     def startup_warnings(self) -> list[str]:
         mode = self.settings.agent_auth
@@ -176,41 +174,38 @@ class Authenticator:
 
     def authenticate(self, request: Request) -> Identity:
         peer = request.client.host if request.client else ""
+        client = client_address(peer, request.headers.get("x-forwarded-for"), self.proxies)
         mode = self.settings.agent_auth
         if mode == "none":
-            return Identity("anonymous", self.settings.anonymous_role, "none", peer)
+            return Identity("anonymous", self.settings.anonymous_role, "none", client)
         if mode == "trusted_header":
-            return self._from_proxy(request, peer)
-        return self._from_key(request, peer)
+            return self._from_proxy(request, peer, client)
+        return self._from_key(request, client)
 
-    def _from_key(self, request: Request, peer: str) -> Identity:
+    def client_of(self, request: Request) -> str:
+        """The audited client address of a request that has no identity (yet)."""
+        peer = request.client.host if request.client else ""
+        return client_address(peer, request.headers.get("x-forwarded-for"), self.proxies)
+
+    def _from_key(self, request: Request, client: str) -> Identity:
         scheme, _, key = (request.headers.get("authorization") or "").partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
             raise Unauthorized("Missing API key: send `Authorization: Bearer <key>`.", code="missing_api_key")
         entry = self.keys.lookup(key.strip())
         if entry is None:
             raise Unauthorized("Invalid API key.", code="invalid_api_key")
-        return Identity(entry.name, entry.role, "api_key", peer)
+        return Identity(entry.name, entry.role, "api_key", client)
 
-    def _trusted(self, peer: str) -> bool:
-        try:
-            address = ipaddress.ip_address(peer)
-        except ValueError:
-            return False
-        return any(address in net for net in self.proxies)
-
-    def _from_proxy(self, request: Request, peer: str) -> Identity:
-        if not self._trusted(peer):
+    def _from_proxy(self, request: Request, peer: str, client: str) -> Identity:
+        if not is_trusted(peer, self.proxies):
             raise Unauthorized("Requests must come through the intranet's SSO proxy.", code="untrusted_proxy")
         user = "".join(ch for ch in _utf8(request.headers.get(self.settings.auth_user_header, "")) if ch.isprintable())
         user = user.strip()[:MAX_USER_CHARS]
         if not user:
             raise Unauthorized("The SSO proxy sent no user.", code="missing_user")
         raw = _utf8(request.headers.get(self.settings.auth_groups_header, ""))
-        groups = [g.strip() for g in raw.replace(";", ",").split(",") if g.strip()]
-        role = self.policy.role_for_groups(groups) or self.settings.anonymous_role
-        forwarded = (request.headers.get("x-forwarded-for") or "").split(",")[0].strip()
-        return Identity(user, role, "trusted_header", forwarded or peer)
+        role = self.policy.role_for_groups(split_groups(raw)) or self.settings.anonymous_role
+        return Identity(user, role, "trusted_header", client)
 
 
 def _utf8(value: str) -> str:

@@ -1,0 +1,5 @@
+"""Regression fixtures: the integration layer's real processes (scripted Ollama, MCP server) for tests that need them."""
+
+from tests.integration.conftest import fake_ollama, mcp_server, ollama
+
+__all__ = ["fake_ollama", "mcp_server", "ollama"]
