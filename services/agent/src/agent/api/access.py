@@ -113,8 +113,8 @@ async def guard(request: Request) -> None:
         who = identity.user if identity.method != "none" else f"anonymous@{identity.client}"
         try:
             await enforce(security.limiter, who, security.settings.rate_limit_per_minute)
-        except AgentError:
-            metrics.REJECTED.labels("rate_limited").inc()
+        except AgentError as exc:
+            metrics.REJECTED.labels("rate_limited" if exc.status == 429 else "limiter_unavailable").inc()
             raise
 
 

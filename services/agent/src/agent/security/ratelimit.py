@@ -2,8 +2,11 @@
 
 The Redis window is one sorted set per user scored by Redis' own clock, updated by one Lua script, so
 several agent-api replicas count the same requests. The memory window is per process: with N replicas a
-user gets up to N times the limit (fine for one replica, documented for more). When Redis cannot be
-reached the limiter lets requests through and logs it: it protects the GPU's fairness, not access.
+user gets up to N times the limit (fine for one replica, documented for more).
+
+The Redis limiter fails closed: when it cannot decide (Redis down, too slow, its bounded connection pool
+busy past the wait) the request gets a 503 saying so, never a free pass. A limit that holds only while
+Redis is healthy would not be a limit under the very load it exists for.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ import redis.asyncio as aioredis
 import structlog
 from redis.exceptions import RedisError
 
-from agent.errors import AgentError
+from agent.errors import AgentError, DependencyDown
 from agent.settings import Settings
 
 log = structlog.get_logger("agent.security.ratelimit")
 WINDOW_S = 60.0
 KEY_PREFIX = "agent:ratelimit:"
+POOL_SIZE = 32  # connections per process; a burst waits for one instead of opening hundreds
+WAIT_S = 5.0  # how long a request may wait for the limiter's answer before it is refused with 503
 
 # Returns -1 when admitted, else milliseconds until the oldest request in the window leaves it.
 SLIDING_WINDOW = """
@@ -46,6 +51,10 @@ class RateLimited(AgentError):
     status = 429
     type = "rate_limit_error"
     code = "rate_limited"
+
+
+class LimiterUnavailable(DependencyDown):
+    code = "rate_limiter_unavailable"
 
 
 class RateLimiter(Protocol):
@@ -89,17 +98,24 @@ class MemoryLimiter:
 class RedisLimiter:
     def __init__(self, url: str, per_minute: int) -> None:
         self.limit = per_minute
-        self.redis = aioredis.from_url(url, socket_connect_timeout=1.0, socket_timeout=1.0)
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url, max_connections=POOL_SIZE, timeout=WAIT_S, socket_connect_timeout=1.0, socket_timeout=WAIT_S
+        )
+        self.redis = aioredis.Redis(connection_pool=pool)
         self._script = self.redis.register_script(SLIDING_WINDOW)
 
     async def hit(self, key: str) -> float | None:
+        args = [int(WINDOW_S * 1000), self.limit, uuid.uuid4().hex]
         try:
-            wait_ms = int(
-                await self._script(keys=[KEY_PREFIX + key], args=[int(WINDOW_S * 1000), self.limit, uuid.uuid4().hex])
-            )
-        except (RedisError, OSError) as exc:
+            async with asyncio.timeout(WAIT_S * 2):  # pool wait plus the answer, whatever redis-py does
+                wait_ms = int(await self._script(keys=[KEY_PREFIX + key], args=args))
+        except (RedisError, OSError, TimeoutError) as exc:
             log.warning("rate_limit_unavailable", error=type(exc).__name__)
-            return None
+            raise LimiterUnavailable(
+                "The rate limiter cannot reach Redis, so this request is refused rather than admitted unchecked. "
+                "Try again shortly; operators: check the redis service.",
+                retry_after=WAIT_S,
+            ) from exc
         return None if wait_ms < 0 else wait_ms / 1000
 
     async def aclose(self) -> None:
