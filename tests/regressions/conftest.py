@@ -1,4 +1,4 @@
-"""Regression fixtures: the integration layer's real processes (scripted Ollama, MCP server) for tests that need them."""
+"""Regression fixtures: the integration layer's real processes (scripted Ollama, MCP server)."""
 
 from tests.integration.conftest import fake_ollama, mcp_server, ollama
 

@@ -105,7 +105,7 @@ class RedisLimiter:
         self._script = self.redis.register_script(SLIDING_WINDOW)
 
     async def hit(self, key: str) -> float | None:
-        args = [int(WINDOW_S * 1000), self.limit, uuid.uuid4().hex]
+        args: list[int | str] = [int(WINDOW_S * 1000), self.limit, uuid.uuid4().hex]
         try:
             async with asyncio.timeout(WAIT_S * 2):  # pool wait plus the answer, whatever redis-py does
                 wait_ms = int(await self._script(keys=[KEY_PREFIX + key], args=args))
