@@ -21,6 +21,7 @@ MAX_READ_BYTES = 20 * 1024
 MAX_PATH_CHARS = 1024
 MAX_NAME_BYTES = 255
 SKIP_DIRS = frozenset({".git", ".venv"})
+MAX_DEPTH = 64  # directory levels dosya_ara descends; deeper ones are reported as not searched
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOCTTY: a tty never becomes ours.
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -159,7 +160,8 @@ def search(root: Path, pattern: str, *, limit: int, max_visits: int = 50_000) ->
     """Regular files whose name (or relative path, if the pattern has '/') matches; (hits, truncated)."""
     glob = _glob(pattern)
     hits: list[Found] = []
-    for visits, (rel, entry_stat) in enumerate(_walk(open_root(root), ""), start=1):
+    too_deep: list[str] = []
+    for visits, (rel, entry_stat) in enumerate(_walk(open_root(root), "", too_deep), start=1):
         if visits > max_visits:
             return hits, True
         target = rel if "/" in glob else rel.rsplit("/", 1)[-1]
@@ -167,7 +169,7 @@ def search(root: Path, pattern: str, *, limit: int, max_visits: int = 50_000) ->
             hits.append(Found(rel, entry_stat.st_size, entry_stat.st_mtime))
             if len(hits) >= limit:
                 return hits, True
-    return hits, False
+    return hits, bool(too_deep)
 
 
 def _glob(pattern: str) -> str:
@@ -180,8 +182,12 @@ def _glob(pattern: str) -> str:
     return text if any(c in text for c in "*?[") else f"*{text}*"
 
 
-def _walk(dir_fd: int, prefix: str) -> Iterator[tuple[str, os.stat_result]]:
-    """Depth-first, sorted, over directory descriptors; symlinks and special files are skipped."""
+def _walk(dir_fd: int, prefix: str, too_deep: list[str], depth: int = 1) -> Iterator[tuple[str, os.stat_result]]:
+    """Depth-first, sorted, over directory descriptors; symlinks and special files are skipped.
+
+    Directories below MAX_DEPTH are not entered (noted in `too_deep`): each level holds one descriptor and
+    one stack frame, so a directory nested a thousand levels deep must not take the whole search down.
+    """
     try:
         with os.scandir(dir_fd) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -192,11 +198,14 @@ def _walk(dir_fd: int, prefix: str) -> Iterator[tuple[str, os.stat_result]]:
             if entry.is_dir(follow_symlinks=False):
                 if entry.name in SKIP_DIRS:
                     continue
+                if depth >= MAX_DEPTH:
+                    too_deep.append(rel)
+                    continue
                 try:
                     child = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)
                 except OSError:
                     continue
-                yield from _walk(child, f"{rel}/")
+                yield from _walk(child, f"{rel}/", too_deep, depth + 1)
             elif entry.is_file(follow_symlinks=False):
                 yield rel, entry.stat(follow_symlinks=False)
     finally:
