@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import Request
 
+from agent import jsoncheck
 from agent.errors import BadRequest, ModelNotFound, PayloadTooLarge
 from agent.settings import Settings
 
@@ -24,13 +25,29 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
             raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
     if not body:
         raise BadRequest("request body is empty; send a JSON object")
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"request body is not valid JSON: {exc}") from exc
+    data = jsoncheck.loads(bytes(body), "the request body")
     if not isinstance(data, dict):
         raise BadRequest("request body must be a JSON object")
     return data
+
+
+def flag(data: dict[str, Any], name: str, default: bool) -> bool:
+    """A boolean body field; anything but true/false/absent/null is a 400, not a guess."""
+    value = data.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise BadRequest(f"`{name}` must be true or false", param=name)
+    return value
+
+
+def include_usage(data: dict[str, Any]) -> bool:
+    options = data.get("stream_options")
+    if options is None:
+        return False
+    if not isinstance(options, dict):
+        raise BadRequest('`stream_options` must be an object such as {"include_usage": true}', param="stream_options")
+    return bool(options.get("include_usage"))
 
 
 def resolve_model(data: dict[str, Any], settings: Settings) -> str:

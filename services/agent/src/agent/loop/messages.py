@@ -7,10 +7,10 @@ text; OpenAI tool_call_id / JSON-string arguments become Ollama tool_name / obje
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from agent import jsoncheck
 from agent.backends.base import Message
 from agent.errors import BadRequest
 
@@ -56,10 +56,7 @@ def _arguments(raw: Any, where: str) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
     if isinstance(raw, str):
-        try:
-            parsed = json.loads(raw)
-        except ValueError as exc:
-            raise BadRequest(f"{where}: tool call arguments are not valid JSON", param=where) from exc
+        parsed = jsoncheck.loads(raw, f"{where}: tool call arguments")
         if isinstance(parsed, dict):
             return parsed
     raise BadRequest(f"{where}: tool call arguments must be a JSON object", param=where)
@@ -71,11 +68,13 @@ def _tool_calls(raw: Any, where: str) -> list[dict[str, Any]]:
     calls = []
     for i, call in enumerate(raw):
         fn = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(fn, dict) or not fn.get("name"):
-            raise BadRequest(f"{where}.tool_calls[{i}] needs function.name", param=where)
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise BadRequest(f"{where}.tool_calls[{i}] needs function.name (a string)", param=where)
         entry: dict[str, Any] = {
             "function": {"index": i, "name": fn["name"], "arguments": _arguments(fn.get("arguments"), where)}
         }
+        if call.get("id") is not None and not isinstance(call["id"], str):
+            raise BadRequest(f"{where}.tool_calls[{i}].id must be a string", param=where)
         if call.get("id"):
             entry["id"] = call["id"]
         calls.append(entry)
@@ -113,7 +112,9 @@ def normalize(raw_messages: Any, keep_client_system: bool) -> list[Message]:
                         names_by_id[call["id"]] = call["function"]["name"]
             out.append(entry)
         else:  # tool / function results
-            name = msg.get("tool_name") or msg.get("name") or names_by_id.get(str(msg.get("tool_call_id", "")))
+            name = _text_field(msg, ("tool_name", "name"), where) or names_by_id.get(
+                _text_field(msg, ("tool_call_id",), where) or ""
+            )
             entry = {"role": "tool", "content": text}
             if name:
                 entry["tool_name"] = name
@@ -121,6 +122,18 @@ def normalize(raw_messages: Any, keep_client_system: bool) -> list[Message]:
     if not any(m["role"] == "user" for m in out):
         raise BadRequest("the conversation has no user message", param="messages")
     return out
+
+
+def _text_field(msg: dict[str, Any], keys: tuple[str, ...], where: str) -> str | None:
+    """The first of `keys` that is set; a non-string there (an object as an id) is a 400."""
+    for key in keys:
+        value = msg.get(key)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            raise BadRequest(f"{where}.{key} must be a string", param=where)
+        return value
+    return None
 
 
 def last_user_text(messages: list[Message]) -> str:
