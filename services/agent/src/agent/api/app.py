@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from agent import __version__
 from agent.api import access
-from agent.api.bodies import capture, read_json, resolve_model
+from agent.api.bodies import capture, flag, include_usage, read_json, resolve_model
 from agent.api.info import add_info_routes
 from agent.api.middleware import ObserveMiddleware
 from agent.api.render_ollama import OllamaRenderer
@@ -110,22 +110,24 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
         data = await read_json(request, settings.max_body_bytes)
+        stream, usage = flag(data, "stream", False), include_usage(data)  # checked before anything is queued
         model, events = start_loop(request, data)
         renderer = OpenAIRenderer(model)
-        if not data.get("stream"):
+        if not stream:
             return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
-        include_usage = bool((data.get("stream_options") or {}).get("include_usage"))
-        stream = renderer.stream(await _first(events), include_usage)
-        return StreamingResponse(stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        chunks = renderer.stream(await _until_disconnect(request, _first(events)), usage)
+        return StreamingResponse(chunks, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     @app.post("/api/chat")
     async def ollama_chat(request: Request) -> Response:
         data = await read_json(request, settings.max_body_bytes)
+        stream = flag(data, "stream", True)
         model, events = start_loop(request, data)
         renderer = OllamaRenderer(model)
-        if data.get("stream", True) is False:
+        if not stream:
             return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
-        return StreamingResponse(renderer.stream(await _first(events)), media_type="application/x-ndjson")
+        first = await _until_disconnect(request, _first(events))  # a client gone before its first token stops it
+        return StreamingResponse(renderer.stream(first), media_type="application/x-ndjson")
 
     add_info_routes(app, settings)
 
