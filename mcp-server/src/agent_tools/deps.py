@@ -46,6 +46,21 @@ class Deps:
 
 
 _current: contextvars.ContextVar[Deps] = contextvars.ContextVar("agent_tools_deps")
+# The user the agent forwarded for this call ("" when none was: in-process calls, or a server without a token)
+_user: contextvars.ContextVar[str] = contextvars.ContextVar("agent_tools_user", default="")
+
+
+def user() -> str:
+    """Whose call this is: tools that keep per-user data (notes) key it by this, never by an argument."""
+    return _user.get()
+
+
+def bind_user(name: str) -> contextvars.Token[str]:
+    return _user.set(name)
+
+
+def unbind_user(token: contextvars.Token[str]) -> None:
+    _user.reset(token)
 
 
 def current() -> Deps:

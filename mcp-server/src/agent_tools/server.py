@@ -21,7 +21,7 @@ from starlette.types import ASGIApp
 
 from agent_tools import __version__, demo
 from agent_tools.db import Database, DatabaseError, open_database, redact_url
-from agent_tools.deps import Deps, bind, unbind
+from agent_tools.deps import Deps, bind, bind_user, unbind, unbind_user
 from agent_tools.http import AuthMiddleware, metrics_response
 from agent_tools.logs import clean_request_id
 from agent_tools.metrics import Metrics
@@ -55,6 +55,7 @@ class ToolServer(MCPServer):
         headers, in_process = _headers(context)
         caller = self.guard.caller(headers)
         who = {"user": caller.user, "role": caller.role} if caller else {}
+        user_token = bind_user(caller.user if caller else "")
         with structlog.contextvars.bound_contextvars(**_request_fields(context), **who):
             try:
                 self.guard.check(name, headers, in_process)  # raises before the tool can run
@@ -74,6 +75,7 @@ class ToolServer(MCPServer):
             finally:
                 elapsed = time.perf_counter() - started
                 unbind(token)
+                unbind_user(user_token)
                 self.metrics.tool_calls.labels(label, outcome).inc()
                 self.metrics.tool_duration.labels(label).observe(elapsed)
                 log.info("tool_called", tool=label, outcome=outcome, duration_ms=round(elapsed * 1000, 2))

@@ -37,7 +37,7 @@ def not_kaydet(
     heading = (title.strip() or " ".join(body.split()[:6]))[:120]
     d = deps.current()
     try:
-        note = d.notes.add(heading, body, d.now())
+        note = d.notes.add(deps.user(), heading, body, d.now())
     except OverflowError as exc:
         raise ToolError(str(exc)) from exc
     return {"saved": True, "note": note}
@@ -48,7 +48,7 @@ def notlari_getir(
     contains: Annotated[str, Field(description="Optional word to filter notes by; empty lists all.")] = "",
     limit: Annotated[int, Field(ge=1, le=100, description="Most notes to return, newest first.")] = 20,
 ) -> dict[str, Any]:
-    """Returns the saved notes, newest first (id, title, text, time), optionally filtered by a word.
+    """Returns the notes this user saved, newest first (id, title, text, time), optionally filtered by a word.
 
     WHEN TO USE: the user asks what was noted or saved before, or to show, list or search notes.
     Trigger phrases: "my notes", "what did I save", "show the notes", "notlarım", "notları göster",
@@ -60,5 +60,5 @@ def notlari_getir(
     WHEN NOT TO USE: to save a new note use not_kaydet. Files on disk are not notes: use dosya_ara
     / dosya_oku for them.
     """
-    notes, total = deps.current().notes.list(limit, contains.strip() or None)
+    notes, total = deps.current().notes.list(deps.user(), limit, contains.strip() or None)
     return {"count": len(notes), "total_matching": total, "notes": notes}
