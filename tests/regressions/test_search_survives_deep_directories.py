@@ -24,11 +24,26 @@ def nest(root: Path, levels: int) -> None:
         os.close(fd)
 
 
+def unnest(root: Path) -> None:
+    """Remove the chain again without recursion (shutil.rmtree, and so pytest's tmp cleanup, recurse)."""
+    depth = 0
+    while (root / "/".join(["d"] * (depth + 1))).is_dir():
+        depth += 1
+    for level in range(depth, 0, -1):
+        here = root / "/".join(["d"] * level)
+        for child in here.iterdir():
+            child.unlink()
+        here.rmdir()
+
+
 def test_a_thousand_levels_deep_directory_does_not_break_the_search(tmp_path: Path) -> None:
     (tmp_path / "report-q3.txt").write_text("q3")
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "report-q4.txt").write_text("q4")
     nest(tmp_path, 1000)
-    hits, truncated = safefs.search(tmp_path, "report", limit=50)
+    try:
+        hits, truncated = safefs.search(tmp_path, "report", limit=50)
+    finally:
+        unnest(tmp_path)
     assert [h.path for h in hits] == ["a/b/report-q4.txt", "report-q3.txt"]
     assert truncated  # the part below the depth limit was not searched, and the answer says so
