@@ -257,8 +257,7 @@ def test_mcp_url_fingerprints_each_tool_like_the_agent(
         "--quiet",
         "--mcp-url",
         mcp_server.url,
-        "--mcp-token",
-        mcp_server.token,
+        f"--mcp-token={mcp_server.token}",  # a random token may start with "-", which argparse takes for an option
     )
     meta = load(tmp_path / "mcp" / "qwen3_4b.json")["meta"]
     assert meta["mcp_tools_sha256"] == meta["tools_sha256"]  # same formula as the agent's /v1/agent/info
