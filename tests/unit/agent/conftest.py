@@ -60,7 +60,8 @@ class MemoryToolBox:
         self.calls.append((name, arguments))
         if name in self.fail:
             return ToolResult(True, f"Error executing tool {name}: database offline")
-        return ToolResult(False, f"{name} result for {arguments}")
+        # The figures the scripted answers state, so a correct scripted answer is grounded (docs/grounding.md).
+        return ToolResult(False, f"{name} result for {arguments}: long 12, short 7")
 
     async def ping(self) -> bool:
         return True

@@ -24,6 +24,12 @@ TIME_TO_FIRST_TOKEN = Histogram("agent_llm_time_to_first_token_seconds", "Round 
 ROUNDS_PER_REQUEST = Histogram(
     "agent_rounds_per_request", "LLM rounds one request needed", buckets=(1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
 )
+GROUNDING_CHECKS = Counter(
+    "agent_grounding_checks_total", "Final answers by grounding status of their figures", ["status"]
+)
+UNGROUNDED_FIGURES = Counter(
+    "agent_ungrounded_figures_total", "Figures in answers not found in the tool results", ["kind"]
+)
 AUDIT_FAILURES = Counter("agent_audit_write_failures_total", "Audit records that could not be written")
 REJECTED = Counter("agent_rejected_total", "Requests refused before reaching the model", ["reason"])
 OLLAMA_UP = Gauge("agent_ollama_up", "1 while this worker's Ollama answers, 0 otherwise", ["gpu"])

@@ -78,6 +78,9 @@ class Settings(BaseSettings):
     pseudonym_key: SecretStr | None = None
     pseudonym_key_file: Path | None = None
 
+    # What to do when the answer states a figure not found in the tool results (docs/grounding.md).
+    grounding_mode: Literal["record", "warn", "withhold"] = "warn"
+
     debug_capture_file: Path | None = None
     log_level: str = "INFO"
 

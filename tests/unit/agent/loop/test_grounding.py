@@ -148,3 +148,9 @@ def test_dates(text: str, date: tuple[int, int, int]) -> None:
 
 def test_times_of_day_are_not_figures() -> None:
     assert scan("at 09:14 and 23:59:01") == []
+
+
+def test_an_answer_that_drops_the_asked_figure_is_its_own_signal() -> None:
+    verdict = check("Deposits were made today.", TOOLS, [], tools_called=True, question="How much was deposited?")
+    assert verdict.status == "figure_dropped" and verdict.tool_figures > 0
+    assert check("Deposits were made.", TOOLS, [], tools_called=True, question="Any news?").status == "no_figures"

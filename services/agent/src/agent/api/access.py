@@ -133,6 +133,7 @@ class Trail:
     names: list[str] = field(default_factory=list)
     answer_sha256: str | None = None
     rounds: int = 0
+    grounding: dict[str, Any] | None = None
     _round: int = 0
 
     def observe(self, event: LoopEvent, pseudonyms: Pseudonymizer) -> None:
@@ -158,6 +159,13 @@ class Trail:
         elif isinstance(event, FinalEvent):
             self.answer_sha256 = hashlib.sha256(event.answer.encode()).hexdigest()
             self.rounds = event.rounds
+            if event.grounding is not None:  # which figures were not found: the figures only, never the answer
+                g = event.grounding
+                self.grounding = {
+                    "status": g["status"],
+                    "figures": g["figures"],
+                    "ungrounded": [u["text"] for u in g["ungrounded"]],
+                }
 
 
 def _question(conversation: list[Message]) -> str:
@@ -218,6 +226,7 @@ async def audited(
             "tool_calls": trail.calls,
             "rounds": trail.rounds,
             "answer_sha256": trail.answer_sha256,
+            "grounding": trail.grounding,
         }
         _write(request, record)
 

@@ -27,7 +27,7 @@ META_KEYS = (
     "date",
     "base_url",
 )
-SCORE_KEYS = ("accuracy", "strict_accuracy", "tool_needed", "no_tool", "arguments")
+SCORE_KEYS = ("accuracy", "strict_accuracy", "tool_needed", "no_tool", "arguments", "grounding")
 
 
 @dataclass

@@ -58,6 +58,7 @@ class Record:
     selection_ok: bool = False
     args_ok: bool | None = None  # None: the question states no expected arguments (or the tool was not called)
     arg_problems: list[str] = field(default_factory=list)
+    grounding: dict[str, Any] | None = None  # the agent's verdict on the answer's figures (local_agent.grounding)
 
     @classmethod
     def for_question(cls, q: Question, repeat: int) -> Record:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.eval import NO_TOOL
+from agent.eval import NO_TOOL, grounding
 from agent.eval.compare import Comparison
 from agent.eval.records import Record, Run
 
@@ -14,6 +14,7 @@ SCORE_LABELS = {
     "no_tool": "… questions that need no tool",
     "arguments": "Arguments (where the set states them)",
     "strict_accuracy": "Strict (selection and arguments)",
+    "grounding": "Grounding: every figure found in the tool results",
 }
 READING = """\
 ## How to read this
@@ -175,6 +176,10 @@ def render_run(run: Run) -> str:
         "## Mistakes",
         "",
         *_mistakes(run.records),
+        "",
+        "## Grounding (is the answer what the tools returned?)",
+        "",
+        *grounding.render(s.get("grounding") or {}, run.records),
         "",
         "## Per tool (precision and recall)",
         "",

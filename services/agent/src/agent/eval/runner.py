@@ -108,6 +108,7 @@ def _read_reply(resp: httpx.Response, record: Record) -> None:
         record.error = "the reply has no `local_agent` trace: is this the local-agent API?"
         return
     record.rounds = int(trace.get("rounds") or 0)
+    record.grounding = trace["grounding"] if isinstance(trace.get("grounding"), dict) else None
     record.calls = [
         Call(
             name=str(c.get("name")),

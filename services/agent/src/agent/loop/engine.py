@@ -25,6 +25,7 @@ from agent.backends.base import (
     ToolCall,
     ToolCallsDelta,
 )
+from agent.loop import grounding_mode
 from agent.loop.prompt import SYSTEM_PROMPT, tool_result_message
 from agent.mcp_client import ToolBox, ToolSpec
 from agent.settings import Settings
@@ -86,6 +87,7 @@ class FinalEvent:
     usage: Usage
     rounds: int
     trace: list[dict[str, Any]]
+    grounding: dict[str, Any] | None = None  # agent.loop.grounding_mode: the verdict on the answer's figures
 
     @property
     def tools_used(self) -> list[str]:
@@ -114,6 +116,8 @@ class ToolLoop:
     ) -> AsyncIterator[LoopEvent]:
         specs = {s.name: s for s in await self.toolbox.list_tools() if caller.may_use(s.name)}
         state = _State([{"role": "system", "content": SYSTEM_PROMPT}, *conversation])
+        # withhold mode: no answer text leaves before the grounding check (docs/grounding.md, "Streaming")
+        hold = self.settings.grounding_mode == "withhold"
         max_rounds = self.settings.max_tool_rounds
         rnd = 0
         while True:
@@ -124,7 +128,7 @@ class ToolLoop:
             async for event in self._round(state, model, offered, request_id, rnd):
                 if isinstance(event, ToolCallsDelta):
                     calls.extend(event.calls)
-                else:
+                elif not (hold and isinstance(event, TextEvent)):
                     yield event
             if final or not calls:
                 break
@@ -157,13 +161,26 @@ class ToolLoop:
                         "content": tool_result_message(call.name, content, self.settings.tool_result_max_chars),
                     }
                 )
+                if outcome == "ok":
+                    state.results.append((call.name, content))
                 yield ToolResultEvent(call, outcome, content)
         metrics.ROUNDS_PER_REQUEST.observe(rnd)
-        tail = footer(list(dict.fromkeys(t["name"] for t in state.trace if t["outcome"] in EXECUTED)))
-        if tail:
+        used = list(dict.fromkeys(t["name"] for t in state.trace if t["outcome"] in EXECUTED))
+        verdict = grounding_mode.judge(
+            self.settings.grounding_mode, state.answer, state.results, conversation, tools_called=bool(used)
+        )
+        if verdict.replaces:
+            state.answer = verdict.text
+        elif verdict.text:
+            state.answer += verdict.text
+            if not hold:
+                yield TextEvent(verdict.text)
+        if hold and state.answer:
+            yield TextEvent(state.answer)
+        if tail := footer(used):
             state.answer += tail
             yield TextEvent(tail)
-        yield FinalEvent(state.answer, state.finish_reason, state.usage, rnd, state.trace)
+        yield FinalEvent(state.answer, state.finish_reason, state.usage, rnd, state.trace, verdict.trace())
 
     async def _round(
         self, state: _State, model: str, tools: list[dict[str, Any]] | None, request_id: str, rnd: int
@@ -254,6 +271,7 @@ class ToolLoop:
 class _State:
     messages: list[Message]
     trace: list[dict[str, Any]] = field(default_factory=list)
+    results: list[tuple[str, str]] = field(default_factory=list)  # (tool, result) of the calls that succeeded
     seen: set[str] = field(default_factory=set)
     failed: set[str] = field(default_factory=set)
     usage: Usage = field(default_factory=Usage)

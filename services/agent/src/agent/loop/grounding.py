@@ -10,6 +10,7 @@ but labelled. Rules, examples and limits: docs/grounding.md. Pure, no I/O; bench
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -20,7 +21,10 @@ from typing import Any, Literal
 from agent.loop.figures import Date, Figure, scan, source_values
 
 Source = Literal["tool", "derived", "question", "none"]
-Status = Literal["grounded", "ungrounded", "no_tool_call", "no_figures"]
+Status = Literal["grounded", "ungrounded", "no_tool_call", "figure_dropped", "no_figures"]
+ASKS_FOR_FIGURE = re.compile(
+    r"\b(?:how (?:many|much)|total|number of|count|average|sum|kaç|ne kadar|toplam|sayısı|tutar|ortalama)", re.I
+)
 DERIVATION_POOL = 400  # distinct tool values tried in pairs; beyond this only direct matches (see docs)
 PAIR_PRECISION = 0.01  # sums, differences and averages only for figures shown to 1% or finer
 _EPS = 1e-9
@@ -45,6 +49,8 @@ class Grounding:
     checks: list[Check]
     exempt: list[Figure]
     tools_called: bool
+    tool_figures: int = 0  # distinct numbers in the tool results
+    asked_for_figure: bool = False  # the question asks how many / how much
 
     @property
     def ungrounded(self) -> list[Check]:
@@ -53,7 +59,8 @@ class Grounding:
     @property
     def status(self) -> Status:
         if not self.checks:
-            return "no_figures"
+            dropped = self.asked_for_figure and self.tool_figures and self.tools_called
+            return "figure_dropped" if dropped else "no_figures"
         if not self.tools_called and any(c.source != "question" for c in self.checks):
             return "no_tool_call"
         return "ungrounded" if self.ungrounded else "grounded"
@@ -62,6 +69,7 @@ class Grounding:
         return {
             "status": self.status,
             "figures": len(self.checks),
+            "tool_figures": self.tool_figures,
             "grounded": len(self.checks) - len(self.ungrounded),
             "ungrounded": [c.as_dict() for c in self.ungrounded],
             "checked": [c.as_dict() for c in self.checks],
@@ -251,9 +259,17 @@ def _same_day(shown: Date, known: Date) -> bool:
 
 
 def check(
-    answer: str, tool_results: Sequence[tuple[str, str]], context: Sequence[str] = (), *, tools_called: bool
+    answer: str,
+    tool_results: Sequence[tuple[str, str]],
+    context: Sequence[str] = (),
+    *,
+    tools_called: bool,
+    question: str = "",
 ) -> Grounding:
-    """Check every figure of `answer` against (tool name, result text) pairs and the conversation's texts."""
+    """Check every figure of `answer` against (tool name, result text) pairs and the conversation's texts.
+
+    `question` (the last user message) only decides whether an answer without figures dropped the one asked for.
+    """
     tools, ctx = _tool_pool(tool_results), _Pool()
     for text in context:
         ctx.add_text(text, "question")
@@ -265,4 +281,5 @@ def check(
             checks.append(_check(figure, tools, ctx))
         else:
             exempt.append(figure)
-    return Grounding(checks, exempt, tools_called)
+    asked = bool(ASKS_FOR_FIGURE.search(question))
+    return Grounding(checks, exempt, tools_called, len(tools.values), asked)
