@@ -148,3 +148,17 @@ def test_api_key_and_server_root() -> None:
     assert client.api_version() == "1"
     assert str(seen[0].url) == "http://h:8000/api/version"
     assert seen[0].headers["Authorization"] == "Bearer secret"
+
+
+def test_run_reads_the_grounding_verdict_from_the_trace() -> None:
+    verdict = {"status": "ungrounded", "figures": 1, "ungrounded": [{"text": "125", "kind": "count", "nearest": ""}]}
+
+    def chat(request: httpx.Request) -> httpx.Response:
+        body = completion("There are 125.", [], 1)
+        body["local_agent"]["grounding"] = verdict
+        return httpx.Response(200, json=body)
+
+    client, _ = agent(chat=chat)
+    run = run_model(client, "qwen3:4b", QUESTIONS, repeat=1)
+    assert [r.grounding for r in run.records] == [verdict, verdict]
+    assert run.scores["grounding"]["total"] == 2 and run.scores["grounding"]["correct"] == 0

@@ -82,9 +82,18 @@ def test_derivations_say_how() -> None:
 
 
 def test_figures_without_a_tool_call_are_their_own_signal() -> None:
-    verdict = check("There are currently 125 KYC applications pending.", [], [QUESTION], tools_called=False)
+    verdict = check("There are currently 125 KYC applications pending.", [], [QUESTION], tools_called=False,
+                    question="How many KYC applications are pending?")  # fmt: skip
     assert verdict.status == "no_tool_call"
     assert [c.figure.text for c in verdict.ungrounded] == ["125"]
+
+
+def test_figures_without_a_tool_to_a_general_question_are_recorded_not_flagged() -> None:
+    verdict = check("A leap year has 366 days.", [], ["How long is a leap year?"], tools_called=False,
+                    question="How long is a leap year?")  # fmt: skip
+    assert verdict.status == "general" and [c.figure.text for c in verdict.ungrounded] == ["366"]
+    sums = check("15 and 27 make 42.", [], ["What is 15 + 27?"], tools_called=False, question="What is 15 + 27?")
+    assert sums.status == "grounded" and sums.checks[-1].source == "derived"
 
 
 def test_no_tool_call_with_only_question_figures_is_not_flagged() -> None:

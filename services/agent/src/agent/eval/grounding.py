@@ -2,7 +2,8 @@
 
 Read from the agent's trace (`local_agent.grounding`, see docs/grounding.md), never recomputed here: the
 score is the share of answers stating figures whose every figure was found in the tool results. Answers
-without figures are not counted; a figure stated with no tool call at all counts as ungrounded.
+without figures, and figures given without tools to a question not asking for a quantity ("general":
+arithmetic, general knowledge) are not counted; a quantity stated with no tool call counts as ungrounded.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def score(records: list[Record]) -> dict[str, Any]:
         "rate": round(grounded / len(judged), 4) if judged else None,
         "no_tool_call": sum(status(r) == "no_tool_call" for r in judged),
         "no_figures": sum(status(r) == "no_figures" for r in records),
+        "general": sum(status(r) == "general" for r in records),
         "not_reported": sum(status(r) is None and r.error is None for r in records),
         "figures": figures,
         "figures_grounded": figures - ungrounded,

@@ -165,6 +165,13 @@ class ToolLoop:
                     state.results.append((call.name, content))
                 yield ToolResultEvent(call, outcome, content)
         metrics.ROUNDS_PER_REQUEST.observe(rnd)
+        async for last in self._finish(state, conversation, hold, rnd):
+            yield last
+
+    async def _finish(
+        self, state: _State, conversation: list[Message], hold: bool, rnd: int
+    ) -> AsyncIterator[TextEvent | FinalEvent]:
+        """Check the answer's figures (GROUNDING_MODE), then send what is left: warning or held text, footer."""
         used = list(dict.fromkeys(t["name"] for t in state.trace if t["outcome"] in EXECUTED))
         verdict = grounding_mode.judge(
             self.settings.grounding_mode, state.answer, state.results, conversation, tools_called=bool(used)

@@ -48,7 +48,9 @@ PATTERN = re.compile(
     re.VERBOSE | re.IGNORECASE,
 )
 _HEDGE = re.compile(r"(?:about|approximately|approx\.|around|roughly|nearly|almost|yaklaşık|~|≈)\s*$", re.I)
-_LABEL_BEFORE = re.compile(r"(?:\b(?:top|first|last|ilk|son|step|page|sayfa|adım|no\.?|rank|version)\s*|#)$", re.I)
+_LABEL_BEFORE = re.compile(
+    r"(?:\b(?:top|first|last|past|within|ilk|son|geçen|step|page|sayfa|adım|no\.?|rank|version)\s*|#)$", re.I
+)
 _ORDINAL_AFTER = re.compile(r"(?:st|nd|rd|th)\b|['’](?:i|ı|u|ü)?n(?:ci|cı|cu|cü)\b|\.\s+[a-zçğıöşü]")
 
 

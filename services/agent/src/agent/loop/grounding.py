@@ -21,12 +21,12 @@ from typing import Any, Literal
 from agent.loop.figures import Date, Figure, scan, source_values
 
 Source = Literal["tool", "derived", "question", "none"]
-Status = Literal["grounded", "ungrounded", "no_tool_call", "figure_dropped", "no_figures"]
+Status = Literal["grounded", "ungrounded", "no_tool_call", "general", "figure_dropped", "no_figures"]
 ASKS_FOR_FIGURE = re.compile(
     r"\b(?:how (?:many|much)|total|number of|count|average|sum|kaç|ne kadar|toplam|sayısı|tutar|ortalama)", re.I
 )
 DERIVATION_POOL = 400  # distinct tool values tried in pairs; beyond this only direct matches (see docs)
-PAIR_PRECISION = 0.01  # sums, differences and averages only for figures shown to 1% or finer
+PAIR_PRECISION = 0.01  # sums, differences and averages only for figures shown to units or to 1% or finer
 _EPS = 1e-9
 
 
@@ -61,9 +61,13 @@ class Grounding:
         if not self.checks:
             dropped = self.asked_for_figure and self.tool_figures and self.tools_called
             return "figure_dropped" if dropped else "no_figures"
-        if not self.tools_called and any(c.source != "question" for c in self.checks):
-            return "no_tool_call"
-        return "ungrounded" if self.ungrounded else "grounded"
+        if not self.ungrounded:
+            return "grounded"
+        if self.tools_called:
+            return "ungrounded"
+        # No tool at all: a question asking how many / how much is a domain question answered from nowhere;
+        # otherwise (arithmetic, general knowledge: "366 days") the figures are recorded but not flagged.
+        return "no_tool_call" if self.asked_for_figure else "general"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -175,7 +179,7 @@ def _tool_pool(tool_results: Sequence[tuple[str, str]]) -> _Pool:
 def _derived(pool: list[float], value: float, half: float, percent: bool) -> str:
     """How `value` follows from two pool values, or "" (pool sorted ascending, non-negative)."""
     lo, hi = value - half - _EPS, value + half + _EPS
-    if half > value * PAIR_PRECISION:  # "1.2k" matches too many pairs to mean anything: direct matches only
+    if half > max(0.5, value * PAIR_PRECISION):  # "1.2k" matches too many pairs to mean anything: direct only
         return _percent_of(pool, value, half) if percent else ""
     if (pair := _pair_sum(pool, lo, hi)) is not None:
         return f"sum of {pair[0]:g} and {pair[1]:g}"
@@ -239,7 +243,7 @@ def _check(figure: Figure, tools: _Pool, context: _Pool) -> Check:
             if (origin := pool.find(value, half)) is not None:
                 return Check(figure, source, origin)  # type: ignore[arg-type]
     for value, half in figure.readings:
-        if how := _derived(tools.distinct, abs(value), half, figure.kind == "percent"):
+        if how := _derived(tools.distinct or context.distinct, abs(value), half, figure.kind == "percent"):
             return Check(figure, "derived", how)
     return Check(figure, "none", nearest=tools.nearest(figure.readings[0][0]))
 
