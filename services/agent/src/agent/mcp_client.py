@@ -118,11 +118,16 @@ class ToolBox:
             return self._client
 
     def _down(self, why: str) -> DependencyDown:
-        return DependencyDown(
+        down = DependencyDown(
             f"The MCP tool server is unreachable at {self.url} ({why}). Check that the "
             "`mcp-server` service is running and that MCP_URL and MCP_TOKEN match it.",
             code="mcp_unavailable",
         )
+        down.public = (
+            "The company's tools are unavailable right now. Try again in a minute; "
+            "if it keeps happening, tell the operator (details in /readyz)."
+        )
+        return down
 
     def _reset(self) -> None:
         self._stop.set()

@@ -34,6 +34,11 @@ AUDIT_FAILURES = Counter("agent_audit_write_failures_total", "Audit records that
 REJECTED = Counter("agent_rejected_total", "Requests refused before reaching the model", ["reason"])
 OLLAMA_UP = Gauge("agent_ollama_up", "1 while this worker's Ollama answers, 0 otherwise", ["gpu"])
 MODEL_PRESENT = Gauge("agent_model_present", "1 when the configured model is pulled in this worker's Ollama", ["gpu"])
+CLIENT_TASKS = Counter(
+    "agent_client_tasks_total",
+    "Client background tasks (titles, tags, follow-ups) by how they were served",
+    ["kind", "served"],
+)
 GPU_BUSY = Gauge("agent_gpu_busy", "1 while this worker's GPU is generating", ["gpu"])
 
 # Tool names reach labels only after validation against the MCP server's list, so the set stays bounded;

@@ -81,6 +81,15 @@ class Settings(BaseSettings):
     # What to do when the answer states a figure not found in the tool results (docs/grounding.md).
     grounding_mode: Literal["record", "warn", "withhold"] = "warn"
 
+    # Client background tasks (agent.loop.tasks): Open WebUI's title/tags/follow-up requests and the like.
+    # A regex matched at the start of the last user message; empty: never recognise a task.
+    client_task_pattern: str = r"\s*###\s*Task:"
+    # model: one tool-less round below every user round, answered locally when the GPU is busy;
+    # local: always answered without the GPU; off: answered empty at once (the client keeps its defaults).
+    client_tasks: Literal["model", "local", "off"] = "model"
+    client_task_wait_seconds: float = Field(default=3.0, ge=0)  # then the GPU is busy: answer locally
+    client_task_max_tokens: int = Field(default=128, ge=1)  # num_predict of a task round
+
     debug_capture_file: Path | None = None
     log_level: str = "INFO"
 

@@ -56,7 +56,8 @@ async def test_openai_sse_chunks_usage_and_done() -> None:
 async def test_openai_stream_error_after_first_byte_is_an_error_event_without_done() -> None:
     lines = [line async for line in OpenAIRenderer("m").stream(events(fail=True), include_usage=False)]
     last = json.loads(lines[-1][6:])
-    assert last["error"]["type"] == "service_unavailable" and "Ollama" in last["error"]["message"]
+    assert last["error"]["type"] == "service_unavailable" and "unavailable" in last["error"]["message"]
+    assert "ollama:11434" not in "".join(lines)  # the operator's detail stays in the logs
     assert "data: [DONE]\n\n" not in lines
 
 
@@ -71,6 +72,9 @@ async def test_ollama_non_streaming_and_ndjson() -> None:
     assert lines[-1]["local_agent"]["rounds"] == 2
 
 
-async def test_ollama_stream_error_line() -> None:
+async def test_ollama_stream_error_is_readable_content_then_an_error_line() -> None:
+    """Open WebUI ignores `error` lines: without the content chunk the user sees a cut-off answer as complete."""
     lines = [json.loads(line) async for line in OllamaRenderer("m").stream(events(fail=True))]
-    assert lines[-1] == {"error": "Ollama is unreachable at http://ollama:11434"}
+    assert lines[-1] == {"error": DependencyDown.public}
+    assert lines[-2]["done"] is False and lines[-2]["message"]["content"] == f"\n\n⚠️ {DependencyDown.public}"
+    assert "ollama:11434" not in json.dumps(lines)

@@ -71,3 +71,17 @@ def test_openai_tool_history_becomes_ollama_shape() -> None:
 def test_bad_conversations_are_clear_400s(messages: object) -> None:
     with pytest.raises(BadRequest):
         normalize(messages, False)
+
+
+def test_our_footer_is_cut_from_history_sent_back() -> None:
+    """Open WebUI sends earlier answers back verbatim: the model must not learn to write the footer itself."""
+    out = normalize(
+        [
+            {"role": "user", "content": "deposits?"},
+            {"role": "assistant", "content": "1,250 USD.\n\n---\nTools used: para_yatirma, sistem_bilgisi"},
+            {"role": "user", "content": "and withdrawals?\n---\nTools used: keep a user's text as it is"},
+        ],
+        False,
+    )
+    assert out[1]["content"] == "1,250 USD."
+    assert out[2]["content"].endswith("keep a user's text as it is")

@@ -20,6 +20,7 @@ from agent import metrics
 from agent.backends.base import Message
 from agent.errors import AgentError, Unauthorized
 from agent.loop.engine import Caller, FinalEvent, LoopEvent, ToolCallEvent, ToolResultEvent
+from agent.loop.tasks import ClientTask
 from agent.mcp_client import identity_var, request_id_var
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.auth import Authenticator, Identity
@@ -201,7 +202,11 @@ def _write(request: Request, record: dict[str, Any]) -> None:
 
 
 async def audited(
-    request: Request, model: str, conversation: list[Message], events: AsyncIterator[LoopEvent]
+    request: Request,
+    model: str,
+    conversation: list[Message],
+    events: AsyncIterator[LoopEvent],
+    task: ClientTask | None = None,
 ) -> AsyncIterator[LoopEvent]:
     """Pass the loop's events through and write the request's audit record when it ends, however it ends."""
     security: Security = request.app.state.security
@@ -210,25 +215,38 @@ async def audited(
         async for event in events:
             trail.observe(event, security.pseudonyms)
             yield event
-    except AgentError as exc:
+    except AgentError as exc:  # the client reads exc.client_message; the operator's detail is logged here
         status, error = exc.status, exc.code or type(exc).__name__
+        log.warning("request_failed", status=exc.status, error=type(exc).__name__, message=exc.message)
         raise
     except BaseException as exc:  # cancelled by a client that left, or a bug: still one record
-        status, error = (499, "client_closed") if not isinstance(exc, Exception) else (500, type(exc).__name__)
+        if trail.answer_sha256 is None or isinstance(exc, Exception):  # closed after the answer: it was served
+            status, error = (499, "client_closed") if not isinstance(exc, Exception) else (500, type(exc).__name__)
         raise
     finally:
-        question = _question(conversation)
-        text = security.pseudonyms.text(question, trail.names)
-        record = _base_record(request, status, error) | {
-            "model": model,
-            "question": text if security.settings.audit_question == "text" else None,
-            "question_sha256": hashlib.sha256(question.encode()).hexdigest(),
-            "tool_calls": trail.calls,
-            "rounds": trail.rounds,
-            "answer_sha256": trail.answer_sha256,
-            "grounding": trail.grounding,
-        }
-        _write(request, record)
+        _write(request, _base_record(request, status, error) | _content(security, model, conversation, trail, task))
+
+
+def _content(
+    security: Security, model: str, conversation: list[Message], trail: Trail, task: ClientTask | None
+) -> dict[str, Any]:
+    """What was asked and done; a client task is recorded as one, never as the user's question."""
+    base = {
+        "model": model,
+        "tool_calls": trail.calls,
+        "rounds": trail.rounds,
+        "answer_sha256": trail.answer_sha256,
+        "grounding": trail.grounding,
+    }
+    if task is not None:
+        return base | {"kind": "client_task", "task": task.kind, "question": None, "question_sha256": None}
+    question = _question(conversation)
+    text = security.pseudonyms.text(question, trail.names)
+    return base | {
+        "kind": "chat",
+        "question": text if security.settings.audit_question == "text" else None,
+        "question_sha256": hashlib.sha256(question.encode()).hexdigest(),
+    }
 
 
 def audit_failure(request: Request, exc: AgentError) -> None:

@@ -23,6 +23,7 @@ from agent.backends.base import ModelBackend
 from agent.errors import AgentError, BadRequest
 from agent.loop.engine import LoopEvent, ToolLoop
 from agent.loop.messages import normalize
+from agent.loop.tasks import TaskRunner, detect
 from agent.mcp_client import ToolBox, request_id_var
 from agent.settings import Settings
 
@@ -44,7 +45,7 @@ def error_response(exc: AgentError, ollama_shape: bool = False) -> JSONResponse:
     if exc.retry_after is not None:
         headers["Retry-After"] = str(max(1, round(exc.retry_after)))
         headers["x-should-retry"] = "false"  # the openai SDK would otherwise retry a full queue twice
-    body: dict[str, Any] = {"error": exc.message} if ollama_shape else exc.body()
+    body: dict[str, Any] = {"error": exc.client_message} if ollama_shape else exc.body()
     return JSONResponse(body, status_code=exc.status, headers=headers)
 
 
@@ -78,6 +79,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
             settings.mcp_url, settings.mcp_secret(), settings.tool_timeout_seconds, settings.tools_cache_seconds
         )
         app.state.loop = ToolLoop(settings, app.state.backend, app.state.toolbox)
+        app.state.tasks = TaskRunner(settings, app.state.backend)
         log.info("api_started", model=settings.ollama_model, backend=settings.model_backend)
         yield
         await app.state.toolbox.aclose()
@@ -103,9 +105,14 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
             raise BadRequest(
                 f"too many messages ({len(conversation)} > MAX_MESSAGES={settings.max_messages})", param="messages"
             )
-        loop: ToolLoop = request.app.state.loop
-        events = loop.run(conversation, model, access.caller(request), request_id_var.get())
-        return model, access.audited(request, model, conversation, events)
+        task = detect(conversation, settings.client_task_pattern)
+        if task is not None:  # a title/tags/follow-up request of the front-end, not the user's question
+            runner: TaskRunner = request.app.state.tasks
+            events = runner.run(task, conversation, model, request_id_var.get())
+        else:
+            loop: ToolLoop = request.app.state.loop
+            events = loop.run(conversation, model, access.caller(request), request_id_var.get())
+        return model, access.audited(request, model, conversation, events, task)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:

@@ -1,4 +1,4 @@
-"""The API's informational routes: model lists (OpenAI and Ollama flavours), version, health, readiness."""
+"""The API's informational routes: model lists and details (OpenAI and Ollama flavours), version, health, readiness."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from agent import __version__
+from agent.api.bodies import read_json, resolve_model
 from agent.backends.base import ModelStatus
 from agent.backends.ollama import pull_hint
+from agent.errors import ModelNotFound
 from agent.loop.prompt import SYSTEM_PROMPT
 from agent.settings import Settings
 
@@ -33,23 +35,37 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
         status: ModelStatus = await request.app.state.backend.status()
         models = []
         for name in settings.served_models():
-            models.append(
-                {
-                    "name": name,
-                    "model": name,
-                    "modified_at": "1970-01-01T00:00:00Z",
-                    "size": 0,
-                    "digest": "",
-                    "details": {
-                        "format": "gguf",
-                        "family": name.split(":")[0],
-                        "parameter_size": "",
-                        "quantization_level": "",
-                        "available": name in status.models,
-                    },
-                }
-            )
+            entry = _ollama_model(name)
+            entry["details"]["available"] = name in status.models
+            models.append(entry)
         return {"models": models}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def openai_model(model_id: str) -> dict[str, Any]:
+        if model_id not in settings.served_models():
+            raise ModelNotFound(f"The model `{model_id}` does not exist or is not served by this agent.")
+        return {"id": model_id, "object": "model", "created": started, "owned_by": "local-agent"}
+
+    @app.get("/api/ps")
+    async def ollama_ps(request: Request) -> dict[str, Any]:
+        """Served models the runtime has: Open WebUI asks on every model-list refresh."""
+        status: ModelStatus = await request.app.state.backend.status()
+        loaded = [m for m in settings.served_models() if m in status.models]
+        return {"models": [_ollama_model(m) | {"expires_at": "0001-01-01T00:00:00Z", "size_vram": 0} for m in loaded]}
+
+    @app.post("/api/show")
+    async def ollama_show(request: Request) -> dict[str, Any]:
+        data = await read_json(request, settings.max_body_bytes)
+        model = resolve_model({"model": data.get("model") or data.get("name")}, settings)
+        return {
+            "modelfile": "",
+            "parameters": "",
+            "template": "",
+            "details": _ollama_model(model)["details"],
+            "model_info": {"general.architecture": model.split(":")[0], "local_agent.served": True},
+            "capabilities": ["completion"],  # tools run inside the agent: clients send none of their own
+            "modified_at": "1970-01-01T00:00:00Z",
+        }
 
     @app.get("/api/version")
     async def ollama_version() -> dict[str, str]:
@@ -105,3 +121,22 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
         return JSONResponse(
             {"status": "ready" if ready else "degraded", "checks": checks}, status_code=200 if ready else 503
         )
+
+
+def _ollama_model(name: str) -> dict[str, Any]:
+    """One served model in Ollama's list shape (/api/tags, /api/ps)."""
+    return {
+        "name": name,
+        "model": name,
+        "modified_at": "1970-01-01T00:00:00Z",
+        "size": 0,
+        "digest": "",
+        "details": {
+            "parent_model": "",
+            "format": "gguf",
+            "family": name.split(":")[0],
+            "families": [name.split(":")[0]],
+            "parameter_size": "",
+            "quantization_level": "",
+        },
+    }

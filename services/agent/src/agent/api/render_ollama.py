@@ -40,12 +40,15 @@ class OllamaRenderer:
 
     async def complete(self, events: AsyncIterator[LoopEvent]) -> dict[str, Any]:
         thinking: list[str] = []
-        async for event in events:
+        final: FinalEvent | None = None
+        async for event in events:  # to the end, so the audit record is written now with its real status
             if isinstance(event, ThinkingEvent):
                 thinking.append(event.text)
             elif isinstance(event, FinalEvent):
-                return self._done(event, event.answer, "".join(thinking))
-        raise AgentError("the tool loop ended without an answer")  # pragma: no cover
+                final = event
+        if final is None:  # pragma: no cover - the loop always ends with a FinalEvent or raises
+            raise AgentError("the tool loop ended without an answer")
+        return self._done(final, final.answer, "".join(thinking))
 
     def _line(self, body: dict[str, Any]) -> str:
         return json.dumps(body, ensure_ascii=False) + "\n"
@@ -60,4 +63,8 @@ class OllamaRenderer:
                 elif isinstance(event, FinalEvent):
                     yield self._line(self._done(event, "", ""))
         except AgentError as exc:
-            yield self._line({"error": exc.message})
+            # Open WebUI ignores an `error` line and would show a cut-off answer as complete: the error text
+            # goes out as a last content chunk first, then the error line for clients that read it.
+            note = {"role": "assistant", "content": f"\n\n⚠️ {exc.client_message}"}
+            yield self._line({"model": self.model, "created_at": _now(), "message": note, "done": False})
+            yield self._line({"error": exc.client_message})

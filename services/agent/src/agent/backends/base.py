@@ -23,6 +23,7 @@ class RoundRequest:
     think: bool | str | None = None
     request_id: str = ""
     round: int = 1  # 1-based; rounds > 1 belong to conversations already under way
+    priority: Literal["user", "task"] = "user"  # "task": a client background task, below every user round
 
     def ollama_body(self) -> dict[str, Any]:
         """The /api/chat body for this round (always streaming; `think` only when set)."""

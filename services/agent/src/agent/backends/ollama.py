@@ -41,11 +41,15 @@ def _error_for(status: int, text: str, request: RoundRequest, url: str) -> Agent
     except (ValueError, AttributeError):
         message = text
     if status == 404:
-        return ModelNotFound(
+        missing = ModelNotFound(
             f"Model '{request.model}' is not available in Ollama at {url}: {message}. "
             f"To fix: {pull_hint(request.model)}.",
             param="model",
         )
+        missing.public = (
+            f"The model '{request.model}' is not installed on the server yet; the operator sees the fix in /readyz."
+        )
+        return missing
     if status == 400:
         return BadRequest(f"Ollama refused the request: {message}")
     if status == 503:

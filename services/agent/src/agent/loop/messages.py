@@ -2,7 +2,8 @@
 
 Rules (DESIGN §4): client system/developer messages are dropped unless KEEP_CLIENT_SYSTEM (then kept, after
 ours); IDE wrappers such as <userRequest>…</userRequest> are unwrapped; content-part arrays are flattened to
-text; OpenAI tool_call_id / JSON-string arguments become Ollama tool_name / object arguments.
+text; OpenAI tool_call_id / JSON-string arguments become Ollama tool_name / object arguments; our own
+"Tools used" footer is cut from assistant messages.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from agent.backends.base import Message
 from agent.errors import BadRequest
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
+# The agent's own "Tools used" footer (loop.engine.footer) as a client sends it back in the history: the
+# model would learn to write it itself, so it is cut from assistant messages.
+FOOTER = re.compile(r"\s*\n---\nTools used: [^\n]*\s*$")
 WRAPPERS = re.compile(
     r"^\s*<(userRequest|user_request|user_query|userQuery|prompt)>\s*(.*?)\s*</\1>\s*$", re.DOTALL | re.IGNORECASE
 )
@@ -104,7 +108,7 @@ def normalize(raw_messages: Any, keep_client_system: bool) -> list[Message]:
         if role == "user":
             out.append({"role": "user", "content": unwrap(text)})
         elif role == "assistant":
-            entry: Message = {"role": "assistant", "content": text}
+            entry: Message = {"role": "assistant", "content": FOOTER.sub("", text)}
             if msg.get("tool_calls"):
                 entry["tool_calls"] = _tool_calls(msg["tool_calls"], where)
                 for call in entry["tool_calls"]:

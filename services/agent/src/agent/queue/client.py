@@ -56,7 +56,10 @@ def estimate_retry_after(
 
 
 def queue_for(request: RoundRequest, continuing_first: bool = True) -> str:
-    """Rounds of conversations under way (round > 1) go on the queue every worker reads first."""
+    """Rounds of conversations under way (round > 1) go on the queue every worker reads first;
+    client task rounds on the one read last."""
+    if request.priority == "task":
+        return keys.QUEUE_TASKS
     return keys.QUEUE_CONTINUING if continuing_first and request.round > 1 else keys.QUEUE_NEW
 
 
@@ -114,7 +117,7 @@ class QueueBackend:
                     yield event
                 return
             except WorkerLost as exc:
-                if retried or rnd.forwarded or not await self.workers.live(fresh=True):
+                if retried or rnd.forwarded or request.priority == "task" or not await self.workers.live(fresh=True):
                     raise DependencyDown(
                         f"agent-worker stopped mid-round ({exc}); the answer is incomplete. "
                         "Try again; see the agent-worker logs."
@@ -124,6 +127,8 @@ class QueueBackend:
             finally:
                 if not rnd.finished:
                     await self._abandon(rnd)
+                if request.priority == "task":
+                    self._spawn(self._untrack(rnd.job_id))
 
     async def _enqueue(self, rnd: _Round, front: bool) -> None:
         try:
@@ -131,6 +136,10 @@ class QueueBackend:
             if not workers:
                 REJECTED.labels("no_worker").inc()
                 raise DependencyDown(self.workers.no_worker())
+            if rnd.request.priority == "task":
+                await self.redis.sadd(keys.TASK_ROUNDS, rnd.job_id)
+            else:
+                await self._preempt_tasks()
             rnd.enqueued = time.monotonic()
             loop = asyncio.get_running_loop()
             admitted, depth = await loop.run_in_executor(self._executor, self._push, rnd, front)
@@ -139,6 +148,8 @@ class QueueBackend:
         except RedisError as exc:
             REJECTED.labels("redis_down").inc()
             raise self.workers.redis_down(exc) from exc
+        if not admitted and rnd.request.priority == "task":
+            raise QueueFull("user rounds are waiting: the client task is not queued")
         if not admitted:
             REJECTED.labels("queue_full").inc()
             wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, len(workers))
@@ -209,6 +220,12 @@ class QueueBackend:
 
     async def _check(self, rnd: _Round, now: float, last_seen: float) -> None:
         waited = now - rnd.enqueued
+        if (
+            rnd.request.priority == "task"
+            and rnd.phase != "running"
+            and waited > self.settings.client_task_wait_seconds
+        ):
+            raise QueueTimeout("the GPU stayed busy: the client task is answered without it")
         if rnd.phase != "running" and waited > self.settings.queue_timeout_seconds:
             REJECTED.labels("queue_timeout").inc()
             raise QueueTimeout(
@@ -251,6 +268,20 @@ class QueueBackend:
             log.info("round_cancelled", job_id=job_id, was_queued=any(removed))
         except RedisError as exc:
             log.warning("round_cancel_failed", job_id=job_id, error=str(exc))
+
+    async def _preempt_tasks(self) -> None:
+        """A user round is coming: client task rounds under way stop (their tasks are answered locally)."""
+        ids = await self.redis.smembers(keys.TASK_ROUNDS)
+        if ids:
+            pipe = self.redis.pipeline(transaction=False)
+            for job_id in ids:
+                pipe.set(keys.cancel_key(str(job_id)), keys.PREEMPT, ex=keys.CANCEL_TTL)
+            await pipe.execute()
+            log.info("task_rounds_preempted", count=len(ids))
+
+    async def _untrack(self, job_id: str) -> None:
+        with contextlib.suppress(RedisError):
+            await self.redis.srem(keys.TASK_ROUNDS, job_id)
 
     async def _sample_depth(self) -> None:
         with contextlib.suppress(RedisError):

@@ -3,7 +3,7 @@
 accepted  the worker took the job (from then on it pings every PING_INTERVAL s, even while waiting)
 started   the per-GPU lock is held and the request goes to Ollama
 text / thinking / tool_calls / done   agent.backends.base events, as Ollama produces them
-error     an agent.errors class name and message; the API re-raises it as the same class
+error     an agent.errors class name, message and client message; the API re-raises it as the same class
 ping      the worker is alive (the API treats silence as worker death)
 """
 
@@ -20,6 +20,7 @@ def error_entry(exc: AgentError) -> dict[str, Any]:
         "kind": "error",
         "error": type(exc).__name__,
         "message": exc.message,
+        "public": exc.public,
         "param": exc.param,
         "retry_after": exc.retry_after,
     }
@@ -30,4 +31,7 @@ def error_from(data: dict[str, Any]) -> AgentError:
     cls = getattr(errors, str(data.get("error")), None)
     if not (isinstance(cls, type) and issubclass(cls, AgentError)):
         cls = errors.UpstreamError
-    return cls(str(data.get("message")), param=data.get("param"), retry_after=data.get("retry_after"))
+    error = cls(str(data.get("message")), param=data.get("param"), retry_after=data.get("retry_after"))
+    if data.get("public"):
+        error.public = str(data["public"])
+    return error

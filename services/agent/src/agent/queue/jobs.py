@@ -178,6 +178,8 @@ def _aborted(control: RoundControl, writer: EventWriter, settings: Settings) -> 
         )
     elif control.reason == "worker_shutdown":
         writer.put(error_entry(DependencyDown("agent-worker was stopped mid-round; try again")))
+    elif control.reason == "preempted":
+        writer.put(error_entry(DependencyDown("client task round preempted by a user round")))
     elif control.reason == "lock_lost":
         writer.put(
             error_entry(

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 QUEUE_CONTINUING = "agent-rounds-continuing"  # rounds > 1: read first by every worker
 QUEUE_NEW = "agent-rounds-new"
-QUEUE_ORDER = (QUEUE_CONTINUING, QUEUE_NEW)  # workers BLPOP these in this order: the priority
+QUEUE_TASKS = "agent-rounds-tasks"  # client background tasks (titles, tags): only when no user round waits
+USER_QUEUES = (QUEUE_CONTINUING, QUEUE_NEW)  # what MAX_QUEUE_DEPTH counts
+QUEUE_ORDER = (*USER_QUEUES, QUEUE_TASKS)  # workers BLPOP these in this order: the priority
+TASK_ROUNDS = "agent:task_rounds"  # job ids of client task rounds under way: a user round preempts them
+PREEMPT = "preempt"  # a round's cancel flag when a user round needs the GPU (client task rounds only)
 
 WORKERS_SET = "agent:workers"  # ids of the workers that published a status (dead ones are pruned by the API)
 ROUND_TIMES = "agent:round_times"  # recent GPU round durations, newest first (Retry-After estimate)
@@ -28,6 +32,7 @@ def rq_queue_key(name: str) -> str:
 
 
 RQ_QUEUE_KEYS = tuple(rq_queue_key(name) for name in QUEUE_ORDER)
+RQ_USER_QUEUE_KEYS = tuple(rq_queue_key(name) for name in USER_QUEUES)
 
 
 def rq_job_key(job_id: str) -> str:
@@ -41,7 +46,7 @@ def events_key(job_id: str) -> str:
 
 
 def cancel_key(job_id: str) -> str:
-    """Set by the API when the client went away; the worker checks it with every write."""
+    """Set by the API when the client went away (or to PREEMPT); the worker checks it with every write."""
     return f"agent:round:{job_id}:cancel"
 
 

@@ -47,14 +47,18 @@ class AdmittingQueue(Queue):
     def push_job_id(self, job_id: str, pipeline: Any = None, at_front: bool = False) -> None:
         # RQ 2.x enqueue_job() saves the job, then calls push_job_id() as its last pipelined command.
         target = pipeline if pipeline is not None else self.connection
-        target.eval(_ADMIT, 3, *keys.RQ_QUEUE_KEYS, self.key, job_id, self.limit, "1" if at_front else "0")
+        target.eval(_ADMIT, 3, *keys.RQ_USER_QUEUE_KEYS, self.key, job_id, self.limit, "1" if at_front else "0")
 
 
 def admitting_queues(connection: Redis, limit: int) -> dict[tuple[str, bool], AdmittingQueue]:
-    """(queue name, limited?) → queue; the unlimited ones take retried rounds, which were admitted once."""
+    """(queue name, limited?) → queue; the unlimited ones take retried rounds, which were admitted once.
+    A client task round is admitted only while no user round waits (limit 1 on the user queues' depth)."""
     return {
         (name, limited): AdmittingQueue(
-            name, limit if limited else -1, connection=connection, serializer=JSONSerializer
+            name,
+            (1 if name == keys.QUEUE_TASKS else limit) if limited else -1,
+            connection=connection,
+            serializer=JSONSerializer,
         )
         for name in keys.QUEUE_ORDER
         for limited in (True, False)
@@ -111,7 +115,7 @@ class GpuWorker(SimpleWorker):
 
 
 def gpu_worker(connection: Redis, name: str) -> GpuWorker:
-    """A worker reading the continuing-rounds queue before the new-rounds queue."""
+    """A worker reading the continuing-rounds queue, then the new-rounds queue, then the client tasks'."""
     queues = [Queue(q, connection=connection, serializer=JSONSerializer) for q in keys.QUEUE_ORDER]
     return GpuWorker(queues, connection=connection, serializer=JSONSerializer, name=name)
 

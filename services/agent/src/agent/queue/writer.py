@@ -19,7 +19,15 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from agent.queue.keys import LOCK_TTL_MS, ROUND_TIMES, ROUND_TIMES_KEPT, STREAM_TTL, cancel_key, events_key
+from agent.queue.keys import (
+    LOCK_TTL_MS,
+    PREEMPT,
+    ROUND_TIMES,
+    ROUND_TIMES_KEPT,
+    STREAM_TTL,
+    cancel_key,
+    events_key,
+)
 
 PING_INTERVAL = 0.5  # seconds of silence after which the worker writes a ping
 LOCK_REFRESH = 1.0
@@ -103,7 +111,7 @@ class EventWriter:
                 pipe.xadd(events_key(self.job_id), {"e": data}, id=f"0-{self._seq}")
             pipe.expire(events_key(self.job_id), STREAM_TTL)
             checks: list[Callable[[Any], None]] = [self._on_cancel_flag]
-            pipe.exists(cancel_key(self.job_id))
+            pipe.get(cancel_key(self.job_id))
             if try_lock:
                 pipe.set(self.lock.key, self.lock.token, nx=True, px=LOCK_TTL_MS)
                 checks.append(lambda ok: self.lock.taken() if ok else None)
@@ -126,7 +134,8 @@ class EventWriter:
 
     def _on_cancel_flag(self, present: Any) -> None:
         if present:
-            self.control.abort("client_cancelled")
+            preempted = present in (PREEMPT, PREEMPT.encode())
+            self.control.abort("preempted" if preempted else "client_cancelled")
 
     def _on_refresh(self, ok: Any) -> None:
         if ok:

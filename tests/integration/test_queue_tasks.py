@@ -1,0 +1,102 @@
+"""Client task rounds on the GPU queue (real Redis, agent-worker, scripted Ollama): below every user round,
+refused while user rounds wait, given up after CLIENT_TASK_WAIT_SECONDS, preempted by a user round."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from agent.errors import DependencyDown, QueueFull, QueueTimeout
+from tests.integration import queue_fixtures
+from tests.integration.queue_fixtures import Workers, answer, open_backend, request
+from tests.support.procs import wait_until
+
+pytestmark = pytest.mark.integration
+queue_redis, queue_fake, queue_workers = (
+    queue_fixtures.queue_redis,
+    queue_fixtures.queue_fake,
+    queue_fixtures.queue_workers,
+)
+SLOW = {"when": {"user_contains": "slow"}, "reply": {"content": "s " * 20, "token_delay": 0.5}}
+
+
+def task(text: str = "### Task: title") -> queue_fixtures.RoundRequest:
+    return replace(request(text), priority="task")
+
+
+def chats(group: Workers) -> list[dict[str, Any]]:
+    return [r for r in group.fake.requests() if r["messages"]]  # not the worker's warm-up load
+
+
+async def active(group: Workers, count: int) -> None:
+    await asyncio.to_thread(wait_until, lambda: group.fake.stats()["active"] == count, 10.0, 0.02, "generation")
+
+
+async def test_a_user_round_preempts_a_running_task_round(queue_workers: Workers) -> None:
+    queue_workers.fake.script({"rules": [SLOW], "default": {"content": "user answer"}})
+    queue_workers.start()
+    async with open_backend(queue_workers) as backend:
+        running = asyncio.create_task(answer(backend, task("### Task: slow title")))
+        await active(queue_workers, 1)
+        started = time.monotonic()
+        assert await answer(backend, request("question")) == "user answer"
+        with pytest.raises(DependencyDown, match="preempted"):
+            await running
+        assert time.monotonic() - started < 4.0  # not the task's 10 s
+    outcomes = [(r["messages"][-1]["content"], r["outcome"]) for r in chats(queue_workers)]
+    assert outcomes == [("### Task: slow title", "cancelled"), ("question", "completed")]
+
+
+async def test_a_task_is_refused_at_once_while_user_rounds_wait(queue_workers: Workers) -> None:
+    queue_workers.fake.script({"rules": [SLOW]})
+    queue_workers.start()
+    async with open_backend(queue_workers) as backend:
+        first = asyncio.create_task(answer(backend, request("slow one")))
+        await active(queue_workers, 1)
+        second = asyncio.create_task(answer(backend, request("slow two")))
+        await asyncio.to_thread(wait_until, lambda: len(queue_fixtures.queued(queue_workers)) == 1, 10.0, 0.02)
+        started = time.monotonic()
+        with pytest.raises(QueueFull):
+            await answer(backend, task())
+        assert time.monotonic() - started < 1.0
+        for job in (first, second):
+            job.cancel()
+        await asyncio.gather(first, second, return_exceptions=True)
+    assert all("Task" not in r["messages"][-1]["content"] for r in chats(queue_workers))
+
+
+async def test_a_task_gives_up_after_its_wait_and_leaves_the_queue(queue_workers: Workers) -> None:
+    queue_workers.fake.script({"rules": [SLOW]})
+    queue_workers.start()
+    async with open_backend(queue_workers, client_task_wait_seconds=1.0) as backend:
+        user = asyncio.create_task(answer(backend, request("slow user")))
+        await active(queue_workers, 1)
+        started = time.monotonic()
+        with pytest.raises(QueueTimeout):
+            await answer(backend, task())
+        assert 1.0 <= time.monotonic() - started < 4.0
+        client = queue_workers.redis.client()
+        await asyncio.to_thread(wait_until, lambda: client.llen("rq:queue:agent-rounds-tasks") == 0, 5.0, 0.05)
+        user.cancel()
+        await asyncio.gather(user, return_exceptions=True)
+    assert all("Task" not in r["messages"][-1]["content"] for r in chats(queue_workers))
+
+
+async def test_user_rounds_queued_behind_a_task_still_go_first(queue_workers: Workers) -> None:
+    """Both wait while the GPU is busy: the worker takes the user round first (the task is preempted)."""
+    queue_workers.fake.script({"rules": [SLOW], "default": {"content": "ok", "token_delay": 0.05}})
+    queue_workers.start()
+    async with open_backend(queue_workers, client_task_wait_seconds=30.0) as backend:
+        busy = asyncio.create_task(answer(backend, replace(request("slow busy"), options={"num_predict": 4})))
+        await active(queue_workers, 1)
+        queued_task = asyncio.create_task(answer(backend, task("### Task: tags")))
+        await asyncio.sleep(0.3)
+        user = asyncio.create_task(answer(backend, request("later question")))
+        await asyncio.gather(busy, queued_task, user, return_exceptions=True)
+    order = [r["messages"][-1]["content"] for r in chats(queue_workers)]
+    assert "later question" in order  # a waiting task is preempted too: it never runs ahead of the user
+    assert "### Task: tags" not in order or order.index("later question") < order.index("### Task: tags")
