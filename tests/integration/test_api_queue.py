@@ -63,7 +63,9 @@ def test_no_worker_is_a_clear_503(queued_api: str) -> None:
         json={"model": "qwen3:4b", "messages": [{"role": "user", "content": "hi"}]},
     )
     assert resp.status_code == 503
-    assert "agent-worker" in resp.json()["error"]["message"]
+    assert "unavailable" in resp.json()["error"]["message"] and "redis://" not in resp.text  # no internal address
+    ready = httpx.get(f"{queued_api}/readyz", timeout=30).json()
+    assert "no agent-worker is running" in ready["checks"]["model"]["detail"]  # the operator's detail
 
 
 async def test_full_queue_is_429_with_retry_after_and_no_sdk_retry(queued_api: str, queue_workers: Workers) -> None:

@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     trusted_proxies: str = ""
     auth_user_header: str = "X-Forwarded-User"
     auth_groups_header: str = "X-Forwarded-Groups"
+    # A front-end key (`agent-admin keys add … --frontend`) names its end user in the first of these headers
+    # that is set (Open WebUI with ENABLE_FORWARD_USER_INFO_HEADERS=true); other callers' headers are ignored.
+    frontend_user_headers: str = "X-OpenWebUI-User-Email,X-OpenWebUI-User-Id"
     # Per-user chat requests per minute (0 = off); "auto" keeps the window in Redis with the GPU queue.
     rate_limit_per_minute: int = Field(default=30, ge=0)
     rate_limit_backend: Literal["auto", "redis", "memory"] = "auto"

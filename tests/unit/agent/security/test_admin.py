@@ -117,3 +117,19 @@ def test_the_module_runs_as_a_command_and_refuses_verify_without_the_key(tmp_pat
         timeout=60,
     )
     assert result.returncode != 0 and "audit key cannot be read" in result.stderr
+
+
+def test_frontend_key_is_created_once_flagged_and_written_for_the_front_end(
+    admin: Callable[..., Result], tmp_path: Path
+) -> None:
+    out = tmp_path / "webui" / "key"
+    assert admin("keys", "frontend", "openwebui", "--role", "guest", "--out", str(out)).returncode == 0
+    key = out.read_text().strip()
+    assert oct(out.stat().st_mode & 0o777) == "0o600"
+    assert admin("keys", "frontend", "openwebui", "--role", "guest", "--out", str(out)).returncode == 0
+    assert out.read_text().strip() == key  # a restart keeps the key Open WebUI already uses
+    listing = admin("keys", "list").stdout
+    assert "openwebui\tguest" in listing and listing.rstrip().endswith("frontend") and key not in listing
+    out.unlink()  # the front-end lost its copy: a fresh key replaces the old one, which stops working
+    admin("keys", "frontend", "openwebui", "--role", "guest", "--out", str(out))
+    assert out.read_text().strip() != key and admin("keys", "list").stdout.count("openwebui") == 1

@@ -68,3 +68,22 @@ def test_sso_groups_map_to_the_first_listed_role() -> None:
     assert policy.role_for_groups(["cn=ops,ou=groups", "helpdesk"]) == "support"
     assert policy.role_for_groups(["operations", "admin"]) == "admin"
     assert policy.role_for_groups(["marketing"]) is None
+
+
+def test_front_end_users_map_to_roles_first_match_wins(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "roles:\n  support: [musteri_bakiyesi]\n  operations: [kyc_ozeti]\n"
+        "users:\n  ayse@corp.example: support\n  '*@corp.example': operations\n"
+    )
+    policy = load_policy(path)
+    assert policy.role_for_user("Ayse@corp.example") == "support"
+    assert policy.role_for_user("mehmet@corp.example") == "operations"
+    assert policy.role_for_user("mallory@elsewhere.example") is None
+
+
+def test_a_user_mapped_to_an_unknown_role_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("roles:\n  support: []\nusers:\n  ayse@corp.example: admin\n")
+    with pytest.raises(PolicyError, match="users"):
+        load_policy(path)

@@ -111,7 +111,7 @@ async def guard(request: Request) -> None:
     identity_var.set((identity.user, identity.role))
     structlog.contextvars.bind_contextvars(user=identity.user, role=identity.role)
     if request.url.path in CHAT_PATHS and security.settings.rate_limit_per_minute:
-        who = identity.user if identity.method != "none" else f"anonymous@{identity.client}"
+        who = identity.limit_key if identity.method != "none" else f"anonymous@{identity.client}"
         try:
             await enforce(security.limiter, who, security.settings.rate_limit_per_minute)
         except AgentError as exc:
@@ -185,6 +185,7 @@ def _base_record(request: Request, status: int, error: str | None) -> dict[str, 
         "user": identity.user if identity else None,
         "role": identity.role if identity else None,
         "auth": identity.method if identity else None,
+        "via": identity.via if identity else None,
         "client": identity.client if identity else request.app.state.security.authenticator.client_of(request),
         "status": status,
         "error": error,

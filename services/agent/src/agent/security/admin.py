@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -12,7 +13,7 @@ from pathlib import Path
 from agent.api.access import pseudonymizer
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.audit_check import query, verify
-from agent.security.auth import add_key, read_keys, revoke_key
+from agent.security.auth import add_key, key_hash, read_keys, revoke_key
 from agent.security.policy import PolicyError, load_policy
 from agent.settings import Settings, get_settings
 
@@ -26,13 +27,24 @@ def _parser() -> argparse.ArgumentParser:
     add = keys.add_parser("add", help="create a key and print it once")
     add.add_argument("name")
     add.add_argument("--role", required=True)
+    add.add_argument(
+        "--frontend",
+        action="store_true",
+        help="a chat front-end's key (Open WebUI): it may name its end users, whose roles come from the policy",
+    )
+    front = keys.add_parser(
+        "frontend", help="make sure the front-end key NAME exists and its key is in --out (compose `webui` profile)"
+    )
+    front.add_argument("name")
+    front.add_argument("--role", required=True, help="role of the users the policy's `users:` does not map")
+    front.add_argument("--out", type=Path, required=True, help="file the front-end reads its key from")
     listing = keys.add_parser("list", help="names, roles and hash prefixes (never keys)")
     revoke = keys.add_parser("revoke", help="delete a key by name")
     revoke.add_argument("name")
     boot = keys.add_parser("bootstrap", help="create the first admin key if the file has no keys (first start)")
     boot.add_argument("--name", default="admin")
     boot.add_argument("--role", default="admin")
-    for p in (add, listing, revoke, boot):
+    for p in (add, front, listing, revoke, boot):
         p.add_argument("--keys-file", type=Path, help="default: AGENT_KEYS_FILE")
     audit = sub.add_parser("audit", help="the audit log (AUDIT_DIR)").add_subparsers(dest="action", required=True)
     ver = audit.add_parser("verify", help="check the whole chain; exit 1 and name the first bad line")
@@ -67,12 +79,14 @@ def keys_command(args: argparse.Namespace, settings: Settings) -> int:
             raise SystemExit(f"agent-admin: {exc}") from exc
         if args.role not in roles:
             raise SystemExit(f"agent-admin: role {args.role!r} is not in the policy ({', '.join(roles)})")
-        key = add_key(path, args.name, args.role)
+        key = add_key(path, args.name, args.role, frontend=bool(getattr(args, "frontend", False)))
         print(
             f"{FIRST_KEY_BANNER}\nAPI key {args.name!r} (role {args.role}), shown only now; store it safely:\n\n"
             f"    {key}\n\nClients send it as `Authorization: Bearer <key>`.\n{FIRST_KEY_BANNER}"
         )
         return 0
+    if args.action == "frontend":
+        return _frontend_key(path, args.name, args.role, args.out)
     if args.action == "revoke":
         if not revoke_key(path, args.name):
             print(f"agent-admin: no key named {args.name!r}", file=sys.stderr)
@@ -80,7 +94,29 @@ def keys_command(args: argparse.Namespace, settings: Settings) -> int:
         print(f"revoked {args.name!r}")
         return 0
     for entry in read_keys(path):
-        print(f"{entry.name}\t{entry.role}\tsha256:{entry.sha256[:12]}…\t{entry.created}")
+        kind = "\tfrontend" if entry.frontend else ""
+        print(f"{entry.name}\t{entry.role}\tsha256:{entry.sha256[:12]}…\t{entry.created}{kind}")
+    return 0
+
+
+def _frontend_key(path: Path, name: str, role: str, out: Path) -> int:
+    """Idempotent: a front-end key whose secret sits in `out` (a volume only the front-end mounts)."""
+    known = {e.name: e for e in read_keys(path)}
+    if (
+        out.is_file()
+        and name in known
+        and known[name].frontend
+        and key_hash(out.read_text().strip()) == known[name].sha256
+    ):
+        print(f"agent-admin: front-end key {name!r} already in place")
+        return 0
+    revoke_key(path, name)
+    key = add_key(path, name, role, frontend=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(key + "\n")
+    print(f"agent-admin: front-end key {name!r} (role {role}) written to {out}")
     return 0
 
 

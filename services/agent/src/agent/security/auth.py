@@ -1,6 +1,8 @@
 """Who is calling: API keys (stored only as SHA-256 hashes), SSO headers from trusted proxies, or nobody.
 
-AGENT_AUTH=api_key         Authorization: Bearer <key>, looked up by hash in AGENT_KEYS_FILE
+AGENT_AUTH=api_key         Authorization: Bearer <key>, looked up by hash in AGENT_KEYS_FILE; a key flagged
+                           `frontend` (a chat front-end such as Open WebUI) may name its end user in
+                           FRONTEND_USER_HEADERS, whose role then comes from the policy's `users:`
 AGENT_AUTH=trusted_header  user and groups from headers, accepted only from TRUSTED_PROXIES
 AGENT_AUTH=none            everyone is "anonymous" with ANONYMOUS_ROLE
 """
@@ -35,8 +37,14 @@ MAX_USER_CHARS = 200
 class Identity:
     user: str
     role: str
-    method: str  # api_key | trusted_header | none
+    method: str  # api_key | frontend | trusted_header | none
     client: str  # the socket peer, or the right-most untrusted X-Forwarded-For hop when the peer is a trusted proxy
+    via: str | None = None  # method "frontend": the name of the front-end's key that named this user
+
+    @property
+    def limit_key(self) -> str:
+        """Whose rate limit: a front-end's users apart from each other and from any key of the same name."""
+        return f"{self.via}/{self.user}" if self.via else self.user
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,7 @@ class KeyEntry:
     role: str
     sha256: str
     created: str = ""
+    frontend: bool = False  # a chat front-end's key: may name the end user of each request
 
 
 def new_key() -> str:
@@ -70,7 +79,13 @@ def read_keys(path: Path) -> list[KeyEntry]:
         if not isinstance(item, dict) or not {"name", "role", "sha256"} <= set(item):
             raise ValueError(f"{path}: every key needs name, role and sha256")
         out.append(
-            KeyEntry(str(item["name"]), str(item["role"]), str(item["sha256"]).lower(), str(item.get("created", "")))
+            KeyEntry(
+                str(item["name"]),
+                str(item["role"]),
+                str(item["sha256"]).lower(),
+                str(item.get("created", "")),
+                item.get("frontend") is True,
+            )
         )
     return out
 
@@ -78,7 +93,7 @@ def read_keys(path: Path) -> list[KeyEntry]:
 def write_keys(path: Path, entries: list[KeyEntry]) -> None:
     """Replace the keys file atomically (the API may be reading it at the same moment)."""
     body: dict[str, Any] = {
-        "keys": [{"name": e.name, "role": e.role, "sha256": e.sha256, "created": e.created} for e in entries]
+        "keys": [{"name": e.name, "role": e.role, "sha256": e.sha256, "created": e.created} | _flag(e) for e in entries]
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".keys-")
@@ -91,7 +106,11 @@ def write_keys(path: Path, entries: list[KeyEntry]) -> None:
     os.replace(tmp, path)
 
 
-def add_key(path: Path, name: str, role: str) -> str:
+def _flag(entry: KeyEntry) -> dict[str, bool]:
+    return {"frontend": True} if entry.frontend else {}
+
+
+def add_key(path: Path, name: str, role: str, frontend: bool = False) -> str:
     """Store the hash of a new key under `name`; returns the key itself (shown once, never stored)."""
     if not ROLE_NAME.match(name):
         raise ValueError(f"key name {name!r} must match {ROLE_NAME.pattern}")
@@ -100,7 +119,7 @@ def add_key(path: Path, name: str, role: str) -> str:
         raise ValueError(f"a key named {name!r} already exists; revoke it first or pick another name")
     key = new_key()
     created = datetime.now(UTC).isoformat(timespec="seconds")
-    write_keys(path, [*entries, KeyEntry(name, role, key_hash(key), created)])
+    write_keys(path, [*entries, KeyEntry(name, role, key_hash(key), created, frontend)])
     return key
 
 
@@ -194,18 +213,33 @@ class Authenticator:
         entry = self.keys.lookup(key.strip())
         if entry is None:
             raise Unauthorized("Invalid API key.", code="invalid_api_key")
+        end_user = self._end_user(request) if entry.frontend else ""
+        if end_user:  # the front-end's role header is never read: the operator's policy decides
+            return Identity(end_user, self.policy.role_for_user(end_user) or entry.role, "frontend", client, entry.name)
         return Identity(entry.name, entry.role, "api_key", client)
+
+    def _end_user(self, request: Request) -> str:
+        """The first non-empty FRONTEND_USER_HEADERS value (Open WebUI: its user's e-mail, else id)."""
+        for header in self.settings.frontend_user_headers.split(","):
+            value = _clean(request.headers.get(header.strip(), "")) if header.strip() else ""
+            if value:
+                return value
+        return ""
 
     def _from_proxy(self, request: Request, peer: str, client: str) -> Identity:
         if not is_trusted(peer, self.proxies):
             raise Unauthorized("Requests must come through the intranet's SSO proxy.", code="untrusted_proxy")
-        user = "".join(ch for ch in _utf8(request.headers.get(self.settings.auth_user_header, "")) if ch.isprintable())
-        user = user.strip()[:MAX_USER_CHARS]
+        user = _clean(request.headers.get(self.settings.auth_user_header, ""))
         if not user:
             raise Unauthorized("The SSO proxy sent no user.", code="missing_user")
         raw = _utf8(request.headers.get(self.settings.auth_groups_header, ""))
         role = self.policy.role_for_groups(split_groups(raw)) or self.settings.anonymous_role
         return Identity(user, role, "trusted_header", client)
+
+
+def _clean(value: str) -> str:
+    """A user name from a header: UTF-8, printable characters only, bounded."""
+    return "".join(ch for ch in _utf8(value) if ch.isprintable()).strip()[:MAX_USER_CHARS]
 
 
 def _utf8(value: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,13 @@ class PolicyError(ValueError):
 
 @dataclass(frozen=True)
 class Policy:
-    """`roles` maps a role to the tool names it may use ("*" = all); `groups` maps SSO groups to roles."""
+    """`roles` maps a role to the tool names it may use ("*" = all); `groups` maps SSO groups to roles;
+    `users` maps the end users a front-end names (e-mail or id, shell-style patterns) to roles."""
 
     roles: dict[str, frozenset[str]]
     groups: dict[str, str] = field(default_factory=dict)
     source: str = "shipped default"
+    users: dict[str, str] = field(default_factory=dict)
 
     def allows(self, role: str, tool: str) -> bool:
         granted = self.roles.get(role, frozenset())
@@ -47,6 +50,10 @@ class Policy:
                 wanted.add(self.groups[group])
         return next((role for role in self.roles if role in wanted), None)
 
+    def role_for_user(self, user: str) -> str | None:
+        """The role of the first `users:` entry (in file order) matching a front-end's user, if any."""
+        return next((role for pattern, role in self.users.items() if fnmatchcase(user.lower(), pattern.lower())), None)
+
 
 def _parse(data: Any, source: str) -> Policy:
     if not isinstance(data, dict) or not isinstance(data.get("roles"), dict):
@@ -63,7 +70,10 @@ def _parse(data: Any, source: str) -> Policy:
     groups = data.get("groups") or {}
     if not isinstance(groups, dict) or not all(isinstance(k, str) and v in roles for k, v in groups.items()):
         raise PolicyError(f"{source}: `groups` must map SSO group names to roles defined under `roles`")
-    return Policy(roles, dict(groups), source)
+    users = data.get("users") or {}
+    if not isinstance(users, dict) or not all(isinstance(k, str) and v in roles for k, v in users.items()):
+        raise PolicyError(f"{source}: `users` must map front-end users (e-mail, id or pattern) to roles under `roles`")
+    return Policy(roles, dict(groups), source, dict(users))
 
 
 def load_policy(path: Path | None = None) -> Policy:
