@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from agent.errors import DependencyDown, QueueFull, QueueTimeout
+from agent.queue import keys
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import Workers, answer, open_backend, request
 from tests.support.procs import wait_until
@@ -80,7 +81,7 @@ async def test_a_task_gives_up_after_its_wait_and_leaves_the_queue(queue_workers
             await answer(backend, task())
         assert 1.0 <= time.monotonic() - started < 4.0
         client = queue_workers.redis.client()
-        await asyncio.to_thread(wait_until, lambda: client.llen("rq:queue:agent-rounds-tasks") == 0, 5.0, 0.05)
+        await asyncio.to_thread(wait_until, lambda: client.llen(keys.rq_queue_key(keys.QUEUE_TASKS)) == 0, 5.0, 0.05)
         user.cancel()
         await asyncio.gather(user, return_exceptions=True)
     assert all("Task" not in r["messages"][-1]["content"] for r in chats(queue_workers))

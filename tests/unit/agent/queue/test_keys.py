@@ -19,9 +19,10 @@ def test_rq_keeps_queues_and_jobs_under_the_keys_the_api_reads_and_trims() -> No
     assert Job.key_for("abc") == keys.rq_job_key("abc")
 
 
-def test_the_two_queues_are_distinct_and_continuing_rounds_come_first() -> None:
-    assert keys.QUEUE_ORDER == (keys.QUEUE_CONTINUING, keys.QUEUE_NEW)
-    assert len(set(keys.RQ_QUEUE_KEYS)) == 2
+def test_the_queues_are_distinct_continuing_rounds_first_client_tasks_last() -> None:
+    assert keys.QUEUE_ORDER == (keys.QUEUE_CONTINUING, keys.QUEUE_NEW, keys.QUEUE_TASKS)
+    assert len(set(keys.RQ_QUEUE_KEYS)) == 3
+    assert keys.RQ_QUEUE_KEYS[:2] == keys.RQ_USER_QUEUE_KEYS  # what MAX_QUEUE_DEPTH counts
 
 
 def test_no_module_but_keys_spells_a_queue_key() -> None:
