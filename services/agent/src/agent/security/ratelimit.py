@@ -55,6 +55,10 @@ class RateLimited(AgentError):
 
 class LimiterUnavailable(DependencyDown):
     code = "rate_limiter_unavailable"
+    public = (
+        "The rate limiter is unavailable, so requests are refused rather than admitted unchecked. "
+        "Try again in a minute; if it keeps happening, tell the operator."
+    )
 
 
 class RateLimiter(Protocol):
