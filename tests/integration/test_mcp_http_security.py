@@ -83,9 +83,9 @@ def test_request_id_is_bound_in_json_logs(mcp_sqlite: ToolServer) -> None:
         lines = [json.loads(line) for line in mcp_sqlite.proc.output().splitlines() if line.startswith("{")]
         return [e for e in lines if e.get("request_id") == "req-mcp-test-7"]
 
-    wait_until(lambda: any(e["event"] == "tool_called" for e in logged()), timeout=10, what="tool_called log")
-    events = {e["event"] for e in logged()}
-    assert {"tool_called", "http_request_finished"} <= events
+    # http_request_finished is written after the response went out: wait for both, not just the first
+    wanted = {"tool_called", "http_request_finished"}
+    wait_until(lambda: wanted <= {e["event"] for e in logged()}, timeout=10, what="both log lines")
     assert all("arguments" not in e for e in logged())
 
 
