@@ -17,10 +17,11 @@ OURS = ["agent-api", "agent-worker", "mcp-server"]
 PROMETHEUS_IMAGE = "local-agent/prometheus-debian:e2e"
 
 
-def config(*files: str) -> dict[str, Any]:
+def config(*files: str, profiles: str = "") -> dict[str, Any]:
     args = [arg for name in files for arg in ("-f", name)]
     out = run(
-        ["docker", "compose", "-p", "la-config", *args, "config", "--format", "json"], env={"COMPOSE_BAKE": "false"}
+        ["docker", "compose", "-p", "la-config", *args, "config", "--format", "json"],
+        env={"COMPOSE_BAKE": "false", "COMPOSE_PROFILES": profiles},
     ).stdout
     data: dict[str, Any] = json.loads(out)
     return data
@@ -179,3 +180,19 @@ def panel_queries() -> list[tuple[str, str]]:
         for p in dashboard()["panels"]
         for t in p.get("targets", [])
     ]
+
+
+def test_webui_profile_is_offline_pinned_and_names_users_through_a_frontend_key(base: dict[str, Any]) -> None:
+    assert "open-webui" not in base["services"]  # optional: only with the profile
+    services = config("docker-compose.yml", profiles="webui")["services"]
+    webui, key = services["open-webui"], services["webui-key"]
+    assert re.fullmatch(r".+:v\d+\.\d+\.\d+", webui["image"])
+    env = webui["environment"]
+    assert env["OLLAMA_BASE_URL"] == "http://agent-api:8000" and env["ENABLE_FORWARD_USER_INFO_HEADERS"] == "true"
+    offline = {"OFFLINE_MODE": "true", "HF_HUB_OFFLINE": "1", "ENABLE_VERSION_UPDATE_CHECK": "false"}
+    assert offline.items() <= env.items() and env["ANONYMIZED_TELEMETRY"] == "false"
+    assert not any("KEY" in name and value for name, value in env.items())  # the key comes from the volume
+    assert key["command"][:4] == ["agent-admin", "keys", "frontend", "openwebui"]
+    mounts = {v["source"]: v for v in webui["volumes"] if v["type"] == "volume"}
+    assert mounts["webui-secret"]["read_only"] is True and "webui-secret" not in str(services["agent-api"]["volumes"])
+    assert [p["target"] for p in webui["ports"]] == [8080] and list(webui["networks"]) == ["edge"]
