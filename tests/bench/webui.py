@@ -15,6 +15,7 @@ Numbers against the fake measure plumbing and scheduling only, never a model. Us
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import statistics
 import sys
@@ -60,14 +61,18 @@ async def chat(http: httpx.AsyncClient, question: str) -> float:
     body = {"model": MODEL, "messages": [{"role": "user", "content": question}]}
     async with http.stream("POST", "/api/chat", json=body) as resp:
         async for line in resp.aiter_lines():
-            if first is None and '"content":"' in line and '"content":""' not in line:
+            if first is None and line and (json.loads(line).get("message") or {}).get("content"):
                 first = time.perf_counter() - started
     assert first is not None, "the answer never streamed"
     return first
 
 
 async def task(http: httpx.AsyncClient, kind: str, question: str) -> None:
-    body = {"model": MODEL, "stream": False, "messages": [{"role": "user", "content": TASKS[kind].format(q=question)}]}
+    body = {
+        "model": MODEL,
+        "stream": False,
+        "messages": [{"role": "user", "content": TASKS[kind].replace("{q}", question)}],
+    }
     (await http.post("/api/chat", json=body)).raise_for_status()
 
 
@@ -88,17 +93,31 @@ async def conversation(url: str, with_tasks: bool) -> list[float]:
     return firsts
 
 
-def task_usage(requests: list[dict[str, Any]]) -> tuple[int, int, int]:
-    """(GPU rounds started for tasks, of them cut short, tool calls made inside tasks) from the fake's log."""
-    rounds = [r for r in requests if r["messages"] and str(r["messages"][0].get("content", "")).startswith("### Task")]
+def task_usage(requests: list[dict[str, Any]]) -> tuple[int, int, int, int]:
+    """From the fake's log: GPU rounds started for tasks, of them cut short, tool calls made inside tasks,
+    and the most rounds one task took (a task is known by its prompt; with our system prompt in front
+    when served as a question)."""
+
+    def prompt(r: dict[str, Any]) -> str:
+        users = [str(m.get("content", "")) for m in r["messages"] if m.get("role") == "user"]
+        return users[0] if users else ""
+
+    rounds = [r for r in requests if r["messages"] and prompt(r).startswith("### Task")]
     cut = sum(1 for r in rounds if r["outcome"] == "cancelled")
     tools = sum(1 for r in rounds if r["messages"][-1]["role"] == "tool")
-    return len(rounds), cut, tools
+    per_task: dict[str, int] = {}
+    for r in rounds:  # the same prompt is sent once per chat: count rounds with no tool result as new tasks
+        if r["messages"][-1]["role"] != "tool":
+            per_task[prompt(r) + str(len(per_task))] = 1
+        else:
+            last = list(per_task)[-1]
+            per_task[last] += 1
+    return len(rounds), cut, tools, max(per_task.values(), default=0)
 
 
 def run_mode(
     env: dict[str, str], fake: str, with_tasks: bool, extra: dict[str, str], chats: int
-) -> tuple[list[float], tuple[int, int, int]]:
+) -> tuple[list[float], tuple[int, int, int, int]]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with running(["agent-api"], env={**env, "AGENT_PORT": str(port), **extra}, ready_url=f"{url}/healthz"):
@@ -165,13 +184,13 @@ def main() -> None:
         turns = chats * len(QUESTIONS)
         baseline = None
         for name, (with_tasks, extra) in MODES.items():
-            firsts, (rounds, cut, tools) = run_mode(api_env, fake, with_tasks, extra, chats)
+            firsts, (rounds, cut, tools, most) = run_mode(api_env, fake, with_tasks, extra, chats)
             mean = statistics.mean(firsts)
             baseline = baseline or mean
             print(
                 f"  {name:15} user first token mean {mean:5.2f} s  max {max(firsts):5.2f} s  "
                 f"({mean / baseline:4.2f}x of tasks off)   task GPU rounds/turn {rounds / turns:4.2f} "
-                f"(cut short {cut})   tool calls in tasks {tools}"
+                f"(cut short {cut}, most rounds per task {most})   tool calls in tasks {tools}"
             )
         print("  targets: first token within 1.2x of tasks off; tasks <= 1 round each, 0 tool calls")
 
