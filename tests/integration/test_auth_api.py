@@ -26,6 +26,7 @@ import redis
 import yaml
 
 from agent.security.auth import add_key
+from agent_contract.policy import shipped_policy_text
 from tests.integration.conftest import FakeOllama
 from tests.support.contract import TOOL_NAMES
 from tests.support.procs import Proc, free_port, redis_server_cmd, running, wait_until
@@ -73,9 +74,7 @@ class Stack:
 
 
 def mcp_policy(path: Path) -> Path:
-    shipped = yaml.safe_load(
-        (Path(__file__).resolve().parents[2] / "mcp-server/src/agent_tools/policy.yaml").read_text()
-    )
+    shipped = yaml.safe_load(shipped_policy_text())
     shipped["roles"]["support"] = [t for t in shipped["roles"]["support"] if t != "sistem_bilgisi"]
     path.write_text(yaml.safe_dump(shipped))
     return path
@@ -140,9 +139,7 @@ def offered(request: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("role", ROLES)
 def test_the_scripted_model_receives_exactly_the_roles_tools(stack: Stack, ollama: FakeOllama, role: str) -> None:
-    policy = yaml.safe_load(
-        (Path(__file__).resolve().parents[2] / "services/agent/src/agent/security/policy.yaml").read_text()
-    )
+    policy = yaml.safe_load(shipped_policy_text())
     granted = policy["roles"][role]
     expected = [t for t in ALL_TOOLS if "*" in granted or t in granted]
     assert stack.chat(role, "hello").status_code == 200

@@ -7,11 +7,13 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+import structlog.testing
 import uvicorn
 from mcp.server import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
 from agent.mcp_client import ToolBox
+from agent_contract.policy import Policy
 from tests.support.procs import free_port, wait_until
 
 
@@ -71,3 +73,16 @@ async def test_the_tool_list_is_cached_until_refreshed(slow_server: tuple[str, M
     finally:
         server.remove_tool("added")
         await box.aclose()
+
+
+async def test_a_policy_naming_a_tool_the_server_lacks_is_logged_once(slow_server: tuple[str, MCPServer]) -> None:
+    policy = Policy({"ops": frozenset({"sleepy", "sleppy"}), "admin": frozenset({"*"})}, source="p.yaml")
+    box = ToolBox(slow_server[0], None, timeout=5, cache_seconds=0, policy=policy)
+    try:
+        with structlog.testing.capture_logs() as logs:
+            await box.list_tools()
+            await box.list_tools(refresh=True)
+    finally:
+        await box.aclose()
+    (entry,) = [e for e in logs if e["event"] == "policy_names_unknown_tools"]
+    assert entry["log_level"] == "error" and entry["unknown"] == ["sleppy"] and entry["policy"] == "p.yaml"

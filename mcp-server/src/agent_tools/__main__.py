@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import psycopg
 import structlog
 
-from agent_tools import demo, logs
+from agent_contract.logs import configure
+from agent_tools import demo
 from agent_tools.db import DatabaseError, is_postgres_url, psycopg_url, redact_url, sqlite_path_from_url
 from agent_tools.settings import ConfigError, environ_summary, get_settings
 
@@ -36,7 +37,7 @@ def serve() -> int:
     from agent_tools.server import create_app
 
     settings = get_settings()
-    logs.configure(settings.log_level)
+    configure(settings.log_level, service="mcp-server")
     log = structlog.get_logger("agent_tools")
     try:
         app = create_app(settings)

@@ -11,7 +11,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agent_tools.logs import clean_request_id
+from agent_contract import request_id
 from agent_tools.metrics import Metrics
 
 log = structlog.get_logger("agent_tools.http")
@@ -52,7 +52,7 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         path = scope.get("path", "")
-        rid = clean_request_id(_header(scope, b"x-request-id"))
+        rid = request_id.clean(_header(scope, b"x-request-id"))
         fields = {"request_id": rid} if rid else {}
         with structlog.contextvars.bound_contextvars(**fields):
             if self._protected(path) and not self._authorized(scope):

@@ -8,54 +8,38 @@ the process (no HTTP request) are not checked. Policy format: `roles: {role: [to
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from importlib import resources
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
-import yaml
 from mcp.server.mcpserver.exceptions import ToolError
 
+from agent_contract.headers import Caller
+from agent_contract.policy import Policy, PolicyError
+from agent_contract.policy import load_policy as load_contract_policy
 from agent_tools.settings import ConfigError, Settings
-
-USER_HEADER, ROLE_HEADER = "x-agent-user", "x-agent-role"
 
 
 class ToolForbidden(ToolError):
     """The caller's role may not use this tool (or no caller identity was forwarded)."""
 
 
-@dataclass(frozen=True)
-class Policy:
-    roles: dict[str, frozenset[str]]
-
-    def allows(self, role: str, tool: str) -> bool:
-        granted = self.roles.get(role, frozenset())
-        return "*" in granted or tool in granted
-
-
 def load_policy(path: Path | None) -> Policy:
-    """MCP_POLICY_FILE, else the policy shipped with the server (the same as the agent's default)."""
+    """MCP_POLICY_FILE, else the shipped default: the agent's parser, so both refuse the same files."""
     try:
-        text = (
-            path.read_text(encoding="utf-8")
-            if path is not None
-            else resources.files("agent_tools").joinpath("policy.yaml").read_text(encoding="utf-8")
+        return load_contract_policy(path, setting="MCP_POLICY_FILE")
+    except PolicyError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def check_tools_known(policy: Policy, tools: Iterable[str]) -> None:
+    """Refuse a policy that names a tool this server does not have: a typo would grant nothing, silently."""
+    unknown = policy.unknown_tools(tools)
+    if unknown:
+        raise ConfigError(
+            f"{policy.source} names tools this server does not have: {', '.join(unknown)}. "
+            f"Its tools are: {', '.join(sorted(tools))}"
         )
-        data = yaml.safe_load(text)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"MCP_POLICY_FILE {path} cannot be read: {exc}") from exc
-    roles = data.get("roles") if isinstance(data, dict) else None
-    if not isinstance(roles, dict) or not all(isinstance(t, list | None) for t in roles.values()):
-        raise ConfigError(f'MCP_POLICY_FILE {path or "default"}: expected `roles: {{role: [tool names or "*"]}}`')
-    return Policy({str(role): frozenset(str(t) for t in tools or []) for role, tools in roles.items()})
-
-
-@dataclass(frozen=True)
-class Caller:
-    user: str
-    role: str
 
 
 class IdentityGuard:
@@ -73,9 +57,9 @@ class IdentityGuard:
         )
 
     def caller(self, headers: Any) -> Caller | None:
-        if not self.trusted or headers is None or not headers.get(ROLE_HEADER):
+        if not self.trusted:
             return None
-        return Caller(unquote(headers.get(USER_HEADER) or "")[:200], str(headers.get(ROLE_HEADER))[:64])
+        return Caller.from_headers(headers)
 
     def check(self, tool: str, headers: Any, in_process: bool) -> Caller | None:
         """The caller if allowed; raises ToolForbidden (the tool never runs) otherwise."""

@@ -19,14 +19,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp
 
+from agent_contract import request_id
+from agent_contract.labels import TOOL_CALLED, UNKNOWN_TOOL, ServerToolOutcome, duration_ms, tool_label
 from agent_tools import __version__, demo
 from agent_tools.db import Database, DatabaseError, open_database, redact_url
 from agent_tools.deps import Deps, bind, bind_user, unbind, unbind_user
 from agent_tools.http import AuthMiddleware, metrics_response
-from agent_tools.logs import clean_request_id
 from agent_tools.metrics import Metrics
 from agent_tools.notes_store import NotesStore
-from agent_tools.policy import IdentityGuard, ToolForbidden, load_policy
+from agent_tools.policy import IdentityGuard, ToolForbidden, check_tools_known, load_policy
 from agent_tools.settings import Settings
 from agent_tools.tools import discover
 
@@ -48,10 +49,10 @@ class ToolServer(MCPServer):
         self.guard = guard or IdentityGuard(load_policy(None), trusted=False, require=False)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
-        label = name if self._tool_manager.get_tool(name) is not None else "unknown"
+        label = tool_label(name, self._tool_manager.get_tool(name) is not None)
         token = bind(self.deps)
         started = time.perf_counter()
-        outcome = "ok"
+        outcome: ServerToolOutcome = "ok"
         headers, in_process = _headers(context)
         caller = self.guard.caller(headers)
         who = {"user": caller.user, "role": caller.role} if caller else {}
@@ -67,7 +68,7 @@ class ToolServer(MCPServer):
                 outcome = "error"
                 raise
             except ToolError:
-                outcome = "tool_error" if label != "unknown" else "unknown_tool"
+                outcome = "tool_error" if label != UNKNOWN_TOOL else "unknown_tool"
                 raise
             except Exception:  # MCPError from a tool, or anything the SDK did not wrap
                 outcome = "error"
@@ -78,7 +79,7 @@ class ToolServer(MCPServer):
                 unbind_user(user_token)
                 self.metrics.tool_calls.labels(label, outcome).inc()
                 self.metrics.tool_duration.labels(label).observe(elapsed)
-                log.info("tool_called", tool=label, outcome=outcome, duration_ms=round(elapsed * 1000, 2))
+                log.info(TOOL_CALLED, tool=label, outcome=outcome, duration_ms=duration_ms(elapsed))
 
 
 def _headers(context: Context[Any, Any] | None) -> tuple[Any, bool]:
@@ -95,7 +96,7 @@ def _request_fields(context: Context[Any, Any] | None) -> dict[str, str]:
         headers = context.headers if context is not None else None
     except ValueError:  # in-process calls have no request context
         headers = None
-    rid = clean_request_id(headers.get("x-request-id") if headers else None)
+    rid = request_id.clean(headers.get("x-request-id") if headers else None)
     return {"request_id": rid} if rid else {}
 
 
@@ -123,8 +124,11 @@ def build_deps(settings: Settings) -> Deps:
 
 def create_server(settings: Settings, *, metrics: Metrics | None = None) -> ToolServer:
     """The MCP server with every discovered tool registered (no HTTP)."""
-    server = ToolServer(build_deps(settings), metrics or Metrics(), IdentityGuard.from_settings(settings))
-    for spec in discover():
+    guard = IdentityGuard.from_settings(settings)
+    specs = discover()
+    check_tools_known(guard.policy, [spec.name for spec in specs])
+    server = ToolServer(build_deps(settings), metrics or Metrics(), guard)
+    for spec in specs:
         server.add_tool(spec.fn, name=spec.name, description=spec.description, annotations=spec.annotations)
     return server
 

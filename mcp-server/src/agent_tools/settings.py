@@ -11,6 +11,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from agent_contract.secrets import SecretFileError, read_secret
+
 # Loopback names plus the compose service name: the Host header a peer on the internal network sends.
 DEFAULT_ALLOWED_HOSTS = [
     "127.0.0.1:*",
@@ -56,7 +58,7 @@ class Settings(BaseSettings):
     mcp_timezone: str | None = None
     tz: str | None = None
     log_level: str = "INFO"
-    # Which tools each forwarded role may use (the agent's policy format); None: the shipped policy.yaml.
+    # Which tools each forwarded role may use (agent_contract.policy); None: the shipped default.
     mcp_policy_file: Path | None = None
     # Refuse HTTP tool calls that carry no X-Agent-Role (the agent always forwards one). false only for
     # direct development calls; calls that do carry an identity are always checked.
@@ -90,14 +92,10 @@ class Settings(BaseSettings):
 
     def token(self) -> str | None:
         """The bearer secret from MCP_TOKEN or MCP_TOKEN_FILE (None when neither is set)."""
-        if self.mcp_token is not None and self.mcp_token.get_secret_value():
-            return self.mcp_token.get_secret_value()
-        if self.mcp_token_file is not None:
-            try:
-                return self.mcp_token_file.read_text().strip() or None
-            except OSError as exc:
-                raise ConfigError(f"MCP_TOKEN_FILE {self.mcp_token_file} cannot be read: {exc}") from exc
-        return None
+        try:
+            return read_secret(self.mcp_token, self.mcp_token_file, "MCP_TOKEN")
+        except SecretFileError as exc:
+            raise ConfigError(str(exc)) from exc
 
     def checked_token(self) -> str | None:
         """The token the HTTP app must require; refuses to run open unless MCP_ALLOW_NO_TOKEN=true."""

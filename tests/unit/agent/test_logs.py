@@ -1,4 +1,4 @@
-"""agent.logs: one JSON line per event, stdlib loggers (RQ) through the same renderer, request_id carried."""
+"""agent_contract.logs as the agent uses it: JSON lines, stdlib loggers (RQ) through one renderer, request_id."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 SCRIPT = """
 import logging, structlog
-from agent.logs import bind_request_id, configure
+from agent_contract.logs import bind_request_id, configure
 configure("INFO", service="agent-worker", json_logs=True)
 configure("DEBUG", service="other")  # a second call changes nothing
 bind_request_id("req-42")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from agent_tools.policy import IdentityGuard, Policy, ToolForbidden, load_policy
+from agent_tools.policy import IdentityGuard, ToolForbidden, load_policy
 from agent_tools.server import create_server
 from agent_tools.settings import ConfigError
 from tests.unit.agent_tools.conftest import settings_for
@@ -53,13 +53,27 @@ def test_without_a_bearer_token_identity_headers_are_not_believed() -> None:
         guard(trusted=False).check("musteri_bakiyesi", admin, in_process=False)
 
 
-def test_a_bad_policy_file_stops_the_server(tmp_path: Path) -> None:
-    (tmp_path / "p.yaml").write_text("roles: [admin]")
-    with pytest.raises(ConfigError, match="expected `roles"):
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("roles: [admin]", "expected a mapping"),
+        ("roles:\n  'bad role': ['*']", "must match"),  # the agent's rules: one parser for both
+        ("roles:\n  ops: [42]", "must list tool names"),
+    ],
+)
+def test_a_bad_policy_file_stops_the_server(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "p.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=message):
         load_policy(tmp_path / "p.yaml")
-    with pytest.raises(ConfigError, match="cannot be read"):
+    with pytest.raises(ConfigError, match=r"MCP_POLICY_FILE .* cannot be read"):
         load_policy(tmp_path / "absent.yaml")
-    assert Policy({"x": frozenset({"*"})}).allows("x", "y")
+
+
+def test_a_policy_naming_a_tool_the_server_lacks_stops_it(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text("roles:\n  ops: [kyc_ozeti, kyc_ozti]\n")
+    settings = settings_for(tmp_path, mcp_policy_file=tmp_path / "p.yaml")
+    with pytest.raises(ConfigError, match="names tools this server does not have: kyc_ozti"):
+        create_server(settings)
 
 
 async def test_a_forbidden_call_never_reaches_the_tool_and_is_counted(

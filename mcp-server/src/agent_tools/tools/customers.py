@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from agent_contract.customers import parse_customer_id
 from agent_tools import deps
 from agent_tools.textfold import FOLD_FROM, FOLD_TO, fold
 from agent_tools.tools import tool
 
 MAX_CANDIDATES = 10
-_ID = re.compile(r"^[Cc]\s*-?\s*(\d{1,12})$")
 _FOLD_SQL = f"translate(lower(name), '{FOLD_FROM}', '{FOLD_TO}')"
 
 
@@ -65,9 +64,9 @@ def musteri_bakiyesi(
     text = customer.strip()
     if not text or len(text) > 100 or "\x00" in text:
         raise ToolError("give one customer ID such as C1001, or a name of at most 100 characters")
-    match = _ID.match(text)
-    if match:
-        return _balance(f"C{match.group(1)}")
+    customer_id = parse_customer_id(text)
+    if customer_id is not None:
+        return _balance(customer_id)
     needle = fold(" ".join(text.split())).replace("!", "!!").replace("%", "!%").replace("_", "!_")
     rows = deps.current().query(
         f"SELECT id, name FROM customers WHERE {_FOLD_SQL} LIKE ? ESCAPE '!' ORDER BY id LIMIT ?",

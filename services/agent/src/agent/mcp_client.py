@@ -13,7 +13,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 import httpx2
 import jsonschema
@@ -22,11 +21,14 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from agent.errors import DependencyDown
+from agent_contract import headers
+from agent_contract.headers import Caller
+from agent_contract.policy import Policy
 
 log = structlog.get_logger("agent.mcp_client")
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
-# (user, role) of the authenticated caller: forwarded so the MCP server checks the same policy again.
-identity_var: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("identity", default=None)
+# The authenticated caller: forwarded so the MCP server checks the same policy again.
+identity_var: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("identity", default=None)
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,12 @@ class ToolResult:
 class ToolBox:
     """Lists and calls the MCP server's tools; raises DependencyDown when the server cannot be reached."""
 
-    def __init__(self, url: str, token: str | None, timeout: float, cache_seconds: float) -> None:
+    def __init__(
+        self, url: str, token: str | None, timeout: float, cache_seconds: float, policy: Policy | None = None
+    ) -> None:
         self.url, self.token, self.timeout, self.cache_seconds = url, token, timeout, cache_seconds
+        self.policy = policy  # checked against every fresh tool list: a tool it names may have been misspelt
+        self._unknown: list[str] = []
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -72,18 +78,17 @@ class ToolBox:
         self._listed_at = 0.0
 
     def _http(self) -> httpx2.AsyncClient:
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        auth = {headers.AUTHORIZATION: f"Bearer {self.token}"} if self.token else {}
 
         async def add_request_id(request: httpx2.Request) -> None:
             if request_id_var.get():
-                request.headers["X-Request-ID"] = request_id_var.get()
+                request.headers[headers.REQUEST_ID] = request_id_var.get()
             identity = identity_var.get()
-            if identity is not None:  # the user is percent-encoded: header values must be latin-1
-                request.headers["X-Agent-User"] = quote(identity[0], safe="")
-                request.headers["X-Agent-Role"] = identity[1]
+            if identity is not None:
+                request.headers.update(identity.headers())
 
         return httpx2.AsyncClient(
-            headers=headers,
+            headers=auth,
             timeout=httpx2.Timeout(self.timeout + 5, connect=3.0),
             event_hooks={"request": [add_request_id]},
         )
@@ -148,7 +153,20 @@ class ToolBox:
                     raise self._down(_describe(exc)) from exc
         self._tools = [ToolSpec(t.name, t.description or "", dict(t.input_schema)) for t in result.tools]
         self._listed_at = time.monotonic()
+        self._check_policy()
         return self._tools
+
+    def _check_policy(self) -> None:
+        """Log loudly (once per change) when the policy names tools the MCP server does not have."""
+        unknown = self.policy.unknown_tools(t.name for t in self._tools) if self.policy else []
+        if unknown and unknown != self._unknown:
+            log.error(
+                "policy_names_unknown_tools",
+                policy=self.policy.source if self.policy else None,
+                unknown=unknown,
+                hint="a misspelt tool name grants nothing; fix the policy file (AGENT_POLICY_FILE)",
+            )
+        self._unknown = unknown
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run a tool; an expected tool failure is a ToolResult with is_error, a dead server raises."""

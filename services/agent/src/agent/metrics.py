@@ -43,4 +43,3 @@ GPU_BUSY = Gauge("agent_gpu_busy", "1 while this worker's GPU is generating", ["
 
 # Tool names reach labels only after validation against the MCP server's list, so the set stays bounded;
 # an invented name is counted under this one label instead.
-UNKNOWN_TOOL_LABEL = "_unknown"

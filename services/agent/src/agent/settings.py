@@ -9,6 +9,8 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agent_contract.secrets import read_secret
+
 
 class Settings(BaseSettings):
     """Every setting has a default that works on one machine with services on loopback; compose overrides."""
@@ -53,12 +55,12 @@ class Settings(BaseSettings):
     worker_metrics_host: str = "127.0.0.1"
     gpu_id: str = "gpu0"
 
-    # Identity and access (agent.security.auth, agent.security.policy): never "none" in compose.
+    # Identity and access (agent.security.auth, agent_contract.policy): never "none" in compose.
     agent_auth: Literal["api_key", "trusted_header", "none"] = "api_key"
     # The role of every caller when AGENT_AUTH=none, and of SSO users in no group the policy knows.
     anonymous_role: str = "guest"
     agent_keys_file: Path | None = None
-    agent_policy_file: Path | None = None  # None: the policy shipped in the package (agent/security/policy.yaml)
+    agent_policy_file: Path | None = None  # None: the shipped default (agent_contract/policy.yaml)
     # trusted_header: identity headers are accepted only from these addresses/CIDRs (comma separated).
     trusted_proxies: str = ""
     auth_user_header: str = "X-Forwarded-User"
@@ -98,11 +100,7 @@ class Settings(BaseSettings):
 
     def mcp_secret(self) -> str | None:
         """The bearer token for the MCP server: MCP_TOKEN, else the contents of MCP_TOKEN_FILE."""
-        if self.mcp_token is not None:
-            return self.mcp_token.get_secret_value()
-        if self.mcp_token_file is not None and self.mcp_token_file.is_file():
-            return self.mcp_token_file.read_text().strip() or None
-        return None
+        return read_secret(self.mcp_token, self.mcp_token_file, "MCP_TOKEN")
 
     def round_options(self) -> dict[str, object]:
         """Ollama `options` for every round and for the worker's warm-up: identical, or the model reloads."""

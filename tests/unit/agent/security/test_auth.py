@@ -15,8 +15,8 @@ from prometheus_client import REGISTRY
 from agent.api.app import create_app
 from agent.security.audit_check import records
 from agent.security.auth import Authenticator, KeyStore, add_key, key_hash, read_keys, revoke_key
-from agent.security.policy import load_policy
 from agent.settings import Settings
+from agent_contract.policy import load_policy
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend
 
 POLICY = """roles:

@@ -24,22 +24,17 @@ from agent.loop.tasks import ClientTask
 from agent.mcp_client import identity_var, request_id_var
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.auth import Authenticator, Identity
-from agent.security.policy import Policy, load_policy
-from agent.security.privacy import Pseudonymizer, customer_ids, result_names
+from agent.security.privacy import Pseudonymizer, result_names
 from agent.security.ratelimit import RateLimiter, enforce, make_limiter
 from agent.settings import Settings
+from agent_contract.customers import customer_ids
+from agent_contract.headers import Caller as Identified
+from agent_contract.policy import Policy, load_policy
+from agent_contract.secrets import read_secret
 
 log = structlog.get_logger("agent.api.access")
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/api/version"})
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/api/chat"})
-
-
-def _secret(value: Any, path: Any) -> str | None:
-    if value is not None:
-        return str(value.get_secret_value())
-    if path is not None:
-        return str(path.read_text().strip())
-    return None
 
 
 @dataclass
@@ -54,7 +49,9 @@ class Security:
     @classmethod
     def build(cls, settings: Settings) -> Security:
         policy = load_policy(settings.agent_policy_file)
-        key = resolve_key(settings.audit_dir, _secret(settings.audit_key, None), settings.audit_key_file, create=True)
+        key = resolve_key(
+            settings.audit_dir, read_secret(settings.audit_key, None, "AUDIT_KEY"), settings.audit_key_file, create=True
+        )
         audit = AuditLog(
             settings.audit_dir,
             key,
@@ -75,7 +72,7 @@ def pseudonymizer(settings: Settings, audit_key: bytes) -> Pseudonymizer:
     """PSEUDONYM_KEY(_FILE), else one derived from the audit key; None (names kept) when switched off."""
     if not settings.audit_pseudonymize:
         return Pseudonymizer(None)
-    own = _secret(settings.pseudonym_key, settings.pseudonym_key_file)
+    own = read_secret(settings.pseudonym_key, settings.pseudonym_key_file, "PSEUDONYM_KEY")
     key = own.encode() if own else hashlib.sha256(b"local-agent pseudonym v1\x00" + audit_key).digest()
     return Pseudonymizer(key)
 
@@ -108,7 +105,7 @@ async def guard(request: Request) -> None:
         metrics.REJECTED.labels("unauthorized").inc()
         raise
     request.state.identity = identity
-    identity_var.set((identity.user, identity.role))
+    identity_var.set(Identified(identity.user, identity.role))
     structlog.contextvars.bind_contextvars(user=identity.user, role=identity.role)
     if request.url.path in CHAT_PATHS and security.settings.rate_limit_per_minute:
         who = identity.limit_key if identity.method != "none" else f"anonymous@{identity.client}"

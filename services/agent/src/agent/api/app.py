@@ -76,7 +76,11 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.backend = backend or make_backend(settings)
         app.state.toolbox = toolbox or ToolBox(
-            settings.mcp_url, settings.mcp_secret(), settings.tool_timeout_seconds, settings.tools_cache_seconds
+            settings.mcp_url,
+            settings.mcp_secret(),
+            settings.tool_timeout_seconds,
+            settings.tools_cache_seconds,
+            policy=app.state.security.policy,
         )
         app.state.loop = ToolLoop(settings, app.state.backend, app.state.toolbox)
         app.state.tasks = TaskRunner(settings, app.state.backend)

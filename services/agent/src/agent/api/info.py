@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from typing import Any
 
@@ -17,6 +16,7 @@ from agent.backends.ollama import pull_hint
 from agent.errors import ModelNotFound
 from agent.loop.prompt import SYSTEM_PROMPT
 from agent.settings import Settings
+from agent_contract.fingerprint import tool_fingerprints
 
 
 def add_info_routes(app: FastAPI, settings: Settings) -> None:
@@ -76,24 +76,13 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
         """What an evaluation run must record: model, runtime version, prompt and tool-description fingerprints."""
         status: ModelStatus = await request.app.state.backend.status()
         tools = await request.app.state.toolbox.list_tools()
-        per_tool = {
-            t.name: json.dumps([t.name, t.description, t.input_schema], sort_keys=True, ensure_ascii=False)
-            for t in tools
-        }
-        described = json.dumps(
-            [[t.name, t.description, t.input_schema] for t in sorted(tools, key=lambda t: t.name)],
-            sort_keys=True,
-            ensure_ascii=False,
-        )
         return {
             "agent_version": __version__,
             "model": settings.ollama_model,
             "models": settings.served_models(),
             "ollama_version": status.version,
             "system_prompt_sha256": hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(),
-            "tools_sha256": hashlib.sha256(described.encode()).hexdigest(),
-            "tool_sha256": {name: hashlib.sha256(text.encode()).hexdigest() for name, text in per_tool.items()},
-            "tools": [t.name for t in tools],
+            **tool_fingerprints(tools),
             "max_tool_rounds": settings.max_tool_rounds,
             "options": settings.round_options(),
         }

@@ -8,13 +8,13 @@ streamed chunk.
 from __future__ import annotations
 
 import time
-import uuid
 
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent import metrics
 from agent.mcp_client import request_id_var
+from agent_contract import request_id
 
 
 class ObserveMiddleware:
@@ -26,7 +26,7 @@ class ObserveMiddleware:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        rid = headers.get(b"x-request-id", b"").decode("latin-1")[:64] or uuid.uuid4().hex
+        rid = request_id.clean_or_new(headers.get(b"x-request-id", b"").decode("latin-1"))
         structlog.contextvars.bind_contextvars(request_id=rid)
         request_id_var.set(rid)
         started, status = time.monotonic(), 500

@@ -10,7 +10,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 
@@ -29,12 +29,11 @@ from agent.loop import grounding_mode
 from agent.loop.prompt import SYSTEM_PROMPT, tool_result_message
 from agent.mcp_client import ToolBox, ToolSpec
 from agent.settings import Settings
+from agent_contract.labels import TOOL_CALLED, AgentToolOutcome, duration_ms, tool_label
 
 log = structlog.get_logger("agent.loop.engine")
 
-Outcome = Literal[
-    "ok", "error", "timeout", "unknown_tool", "forbidden", "invalid_arguments", "duplicate", "failed_before"
-]
+Outcome = AgentToolOutcome
 EXECUTED: frozenset[str] = frozenset({"ok", "error", "timeout"})
 
 
@@ -228,7 +227,7 @@ class ToolLoop:
         if spec is None:
             known = [s.name for s in await self.toolbox.list_tools()]
             outcome = "forbidden" if call.name in known else "unknown_tool"
-            label = call.name if call.name in known else metrics.UNKNOWN_TOOL_LABEL
+            label = tool_label(call.name, call.name in known)
             metrics.TOOL_CALLS.labels(label, outcome).inc()
             log.warning("tool_refused", tool=label, outcome=outcome, role=caller.role)
             names = ", ".join(sorted(specs)) or "none"
@@ -269,7 +268,11 @@ class ToolLoop:
             state.failed.add(call.name)
         metrics.TOOL_CALLS.labels(call.name, outcome).inc()
         log.info(
-            "tool_called", tool=call.name, outcome=outcome, duration_s=round(elapsed, 4), result_chars=len(result.text)
+            TOOL_CALLED,
+            tool=call.name,
+            outcome=outcome,
+            duration_ms=duration_ms(elapsed),
+            result_chars=len(result.text),
         )
         return outcome, result.text
 

@@ -31,11 +31,11 @@ from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from agent.backends.ollama import ollama_status, pull_hint
-from agent.logs import configure
 from agent.metrics import GPU_BUSY, MODEL_PRESENT, OLLAMA_UP
 from agent.queue import jobs, keys
 from agent.queue.rq_adapter import gpu_worker
 from agent.settings import Settings, get_settings
+from agent_contract.logs import configure
 
 STATUS_EVERY = 1.0
 PROBE_EVERY = 15.0  # re-read /api/tags this often (faster while Ollama or the model is missing)

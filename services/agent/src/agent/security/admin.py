@@ -14,8 +14,9 @@ from agent.api.access import pseudonymizer
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.audit_check import query, verify
 from agent.security.auth import add_key, key_hash, read_keys, revoke_key
-from agent.security.policy import PolicyError, load_policy
 from agent.settings import Settings, get_settings
+from agent_contract.policy import PolicyError, load_policy
+from agent_contract.secrets import read_secret
 
 FIRST_KEY_BANNER = "=" * 72
 
@@ -128,7 +129,7 @@ def _time(text: str | None) -> datetime | None:
 
 
 def _audit_key(settings: Settings) -> bytes:
-    secret = settings.audit_key.get_secret_value() if settings.audit_key else None
+    secret = read_secret(settings.audit_key, None, "AUDIT_KEY")
     try:
         return resolve_key(settings.audit_dir, secret, settings.audit_key_file, create=False)
     except ValueError as exc:

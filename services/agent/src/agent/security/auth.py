@@ -25,8 +25,8 @@ from fastapi import Request
 
 from agent.errors import Unauthorized
 from agent.security.forwarded import client_address, is_trusted, parse_networks, split_groups
-from agent.security.policy import ROLE_NAME, Policy
 from agent.settings import Settings
+from agent_contract.policy import ROLE_NAME, Policy
 
 log = structlog.get_logger("agent.security.auth")
 KEY_PREFIX = "la-"

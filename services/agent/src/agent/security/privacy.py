@@ -17,11 +17,10 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-CUSTOMER_ID = re.compile(r"\bC\d{3,12}\b")
-_WHOLE_ID = re.compile(r"^[Cc]\s*-?\s*\d{1,12}$")
+from agent_contract.customers import parse_customer_id
+
 # (tool, argument) pairs whose value is a customer's name unless it is a customer ID.
 NAME_ARGUMENTS = frozenset({("musteri_bakiyesi", "customer")})
-MAX_IDS = 50
 
 
 def fold(name: str) -> str:
@@ -29,11 +28,6 @@ def fold(name: str) -> str:
     decomposed = unicodedata.normalize("NFKD", name.replace("ı", "i").replace("İ", "I"))
     plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return " ".join(plain.casefold().split())
-
-
-def customer_ids(text: str) -> list[str]:
-    """Customer IDs mentioned in `text` (sorted, at most MAX_IDS): who a tool result was about."""
-    return sorted(set(CUSTOMER_ID.findall(text)))[:MAX_IDS]
 
 
 class Pseudonymizer:
@@ -52,7 +46,7 @@ class Pseudonymizer:
         """Arguments fit for the log, and the names found in them."""
         out, names = dict(arguments), []
         for key, value in arguments.items():
-            if (tool, key) in NAME_ARGUMENTS and isinstance(value, str) and not _WHOLE_ID.match(value.strip()):
+            if (tool, key) in NAME_ARGUMENTS and isinstance(value, str) and parse_customer_id(value) is None:
                 names.append(value.strip())
                 out[key] = self.token(value)
         return out, names

@@ -1,7 +1,8 @@
-"""Logging for agent-api and agent-worker: structlog, JSON lines unless on a TTY, request_id via contextvars.
+"""Process logging for every local-agent service: structlog, JSON lines unless on a TTY, context via contextvars.
 
-Call `configure()` once per process before anything else starts: stdlib loggers (RQ, uvicorn, httpx) are
-routed through the same renderer, so RQ finds a handler and does not add its own.
+Call `configure()` once per process before anything else starts: stdlib loggers (RQ, uvicorn, httpx, the
+MCP SDK) are routed through the same renderer, so RQ finds a handler and does not add its own. Every line
+carries `service` (the compose service name) and, inside a request or a round, `request_id`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ import sys
 import structlog
 from structlog.types import EventDict, Processor, WrappedLogger
 
-_configured = False
 # Libraries that log a line per request or job at INFO; our own events already cover those.
-_QUIET = ("httpx", "httpcore", "rq.worker", "uvicorn.access")
+_QUIET = ("httpx", "httpx2", "httpcore", "rq.worker", "uvicorn.access", "mcp.server.streamable_http")
+# The MCP SDK logs each ToolError's text (which can quote arguments such as a customer name) at INFO:
+# kept at WARNING even in DEBUG; our tool_called line has the outcome.
+_PRIVATE = ("mcp.server.mcpserver.server",)
+
+_configured = False
 
 
 def configure(level: str = "INFO", service: str = "agent-api", *, json_logs: bool | None = None) -> None:
@@ -36,7 +41,6 @@ def configure(level: str = "INFO", service: str = "agent-api", *, json_logs: boo
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         add_service,
     ]
-    renderer: Processor = structlog.processors.JSONRenderer() if as_json else structlog.dev.ConsoleRenderer()
     structlog.configure(
         processors=[
             *shared,
@@ -47,6 +51,13 @@ def configure(level: str = "INFO", service: str = "agent-api", *, json_logs: boo
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
     )
+    _route_stdlib(shared, as_json, level.upper())
+
+
+def _route_stdlib(shared: list[Processor], as_json: bool, level: str) -> None:
+    renderer: Processor = (
+        structlog.processors.JSONRenderer(ensure_ascii=False) if as_json else structlog.dev.ConsoleRenderer()
+    )
     final: list[Processor] = [structlog.stdlib.ProcessorFormatter.remove_processors_meta]
     if as_json:
         final.append(structlog.processors.format_exc_info)
@@ -54,12 +65,14 @@ def configure(level: str = "INFO", service: str = "agent-api", *, json_logs: boo
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(foreign_pre_chain=shared, processors=[*final, renderer]))
     root = logging.getLogger()
     root.handlers = [handler]
-    root.setLevel(level.upper())
-    if level.upper() != "DEBUG":
-        for name in _QUIET:
-            logging.getLogger(name).setLevel(logging.WARNING)
+    root.setLevel(level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):  # through the root handler, once
+        logging.getLogger(name).handlers.clear()
+        logging.getLogger(name).propagate = True
+    for name in (*_QUIET, *_PRIVATE) if level != "DEBUG" else _PRIVATE:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def bind_request_id(request_id: str) -> None:
-    """Carry `request_id` on every log line of this task/context (API request or worker round)."""
+    """Carry `request_id` on every log line of this task/context (an HTTP request or a worker round)."""
     structlog.contextvars.bind_contextvars(request_id=request_id)

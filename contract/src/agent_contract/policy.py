@@ -1,4 +1,15 @@
-"""Roles → tools: the YAML policy that decides which tools a caller's role may use (never the model)."""
+"""Roles → tools: the YAML policy that decides which tools a caller's role may use (never the model).
+
+One parser for both services: the agent builds each request's tool list from it, the MCP server checks
+every call against it again. Format (policy.yaml beside this module is the shipped default):
+
+    roles: {role: [tool names, or "*" for every tool]}   a role missing here may use no tool
+    groups: {sso-group: role}                            optional; a group named like a role maps to it
+    users: {e-mail, id or shell pattern: role}           optional; end users a front-end key names
+
+A policy naming a tool the MCP server does not have is a typo that would silently grant nothing:
+`unknown_tools()` finds them (the server refuses to start, the agent logs it when the tool list arrives).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +25,7 @@ import yaml
 
 ROLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 ALL_TOOLS = "*"
+SHIPPED = "shipped default"
 
 
 class PolicyError(ValueError):
@@ -27,7 +39,7 @@ class Policy:
 
     roles: dict[str, frozenset[str]]
     groups: dict[str, str] = field(default_factory=dict)
-    source: str = "shipped default"
+    source: str = SHIPPED
     users: dict[str, str] = field(default_factory=dict)
 
     def allows(self, role: str, tool: str) -> bool:
@@ -54,8 +66,14 @@ class Policy:
         """The role of the first `users:` entry (in file order) matching a front-end's user, if any."""
         return next((role for pattern, role in self.users.items() if fnmatchcase(user.lower(), pattern.lower())), None)
 
+    def unknown_tools(self, available: Iterable[str]) -> list[str]:
+        """Tool names the policy grants that are not in `available` (sorted)."""
+        named = {tool for tools in self.roles.values() for tool in tools} - {ALL_TOOLS}
+        return sorted(named - set(available))
 
-def _parse(data: Any, source: str) -> Policy:
+
+def parse_policy(data: Any, source: str) -> Policy:
+    """The policy in `data` (parsed YAML); PolicyError naming `source` when it breaks the format."""
     if not isinstance(data, dict) or not isinstance(data.get("roles"), dict):
         raise PolicyError(f'{source}: expected a mapping with `roles: {{role: [tool names or "*"]}}`')
     roles: dict[str, frozenset[str]] = {}
@@ -76,19 +94,22 @@ def _parse(data: Any, source: str) -> Policy:
     return Policy(roles, dict(groups), source, dict(users))
 
 
-def load_policy(path: Path | None = None) -> Policy:
-    """The policy from `path` (AGENT_POLICY_FILE), else the default shipped inside this package."""
+def shipped_policy_text() -> str:
+    return resources.files("agent_contract").joinpath("policy.yaml").read_text(encoding="utf-8")
+
+
+def load_policy(path: Path | None = None, setting: str = "AGENT_POLICY_FILE") -> Policy:
+    """The policy from `path` (the service's `setting`), else the default shipped with this package."""
     if path is None:
-        text = resources.files("agent.security").joinpath("policy.yaml").read_text(encoding="utf-8")
-        source = "shipped default"
+        text, source = shipped_policy_text(), SHIPPED
     else:
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise PolicyError(f"AGENT_POLICY_FILE {path} cannot be read: {exc}") from exc
+            raise PolicyError(f"{setting} {path} cannot be read: {exc}") from exc
         source = str(path)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise PolicyError(f"{source}: not valid YAML: {exc}") from exc
-    return _parse(data, source)
+    return parse_policy(data, source)

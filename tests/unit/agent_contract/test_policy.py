@@ -1,16 +1,14 @@
-"""The roles → tools policy: the shipped roles, file validation, SSO group mapping, one format for both servers."""
+"""The roles → tools policy: the shipped roles, file validation, SSO group mapping, tool names checked."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-import yaml
 
-from agent.security.policy import Policy, PolicyError, load_policy
+from agent_contract.policy import Policy, PolicyError, load_policy
 from tests.support.contract import TOOL_NAMES
 
-REPO = Path(__file__).resolve().parents[4]
 ALL = TOOL_NAMES
 
 
@@ -23,10 +21,13 @@ def test_shipped_roles_grant_what_the_design_says() -> None:
     assert policy.tools_for("no-such-role", ALL) == []
 
 
-def test_the_mcp_server_ships_the_same_roles() -> None:
-    agent = yaml.safe_load((REPO / "services/agent/src/agent/security/policy.yaml").read_text())
-    tools = yaml.safe_load((REPO / "mcp-server/src/agent_tools/policy.yaml").read_text())
-    assert agent == tools
+def test_the_shipped_policy_names_only_tools_the_server_has() -> None:
+    assert load_policy().unknown_tools(ALL) == []
+
+
+def test_a_misspelt_tool_name_is_found() -> None:
+    policy = Policy({"admin": frozenset({"*"}), "ops": frozenset({"kyc_ozeti", "kyc_ozti", "depozit"})})
+    assert policy.unknown_tools(ALL) == ["depozit", "kyc_ozti"]
 
 
 def test_a_policy_file_replaces_the_shipped_one(tmp_path: Path) -> None:
@@ -43,6 +44,8 @@ def test_a_policy_file_replaces_the_shipped_one(tmp_path: Path) -> None:
         ("roles: [admin]", "expected a mapping"),
         ("roles:\n  'bad role': ['*']", "must match"),
         ("roles:\n  ops: kyc_ozeti", "must list tool names"),
+        ("roles:\n  ops: [42]", "must list tool names"),
+        ("roles:\n  ops: ['']", "must list tool names"),
         ("roles:\n  ops: [kyc_ozeti]\ngroups:\n  it: admins", "`groups` must map"),
         ("roles: {ops: [", "not valid YAML"),
     ],

@@ -1,0 +1,25 @@
+"""The request-id rule both services apply, so an id the agent logs is the id the MCP server logs.
+
+An incoming X-Request-ID is kept when it is a sane token (letters, digits and `._:-`, at most 128
+characters); the agent replaces anything else with a fresh id, the MCP server (which only ever sees the
+agent's ids) drops it rather than log it.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+PATTERN = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+def clean(value: str | None) -> str | None:
+    """`value` if it is a valid request id, else None."""
+    if value and PATTERN.match(value):
+        return value
+    return None
+
+
+def clean_or_new(value: str | None) -> str:
+    """`value` if it is a valid request id, else a fresh one."""
+    return clean(value) or uuid.uuid4().hex
