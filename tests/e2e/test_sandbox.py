@@ -1,6 +1,6 @@
 """The MCP sandbox holds: non-root, read-only, no capabilities, no route out; internals stay unreachable.
 
-"No egress" is proved only against containers this test starts (DESIGN §8): a canary HTTP server on
+"No egress" is proved only against containers this test starts (never another address): a canary HTTP server on
 the published `edge` network. Addresses are container IPs, never names: on an engine without the
 CVE-2024-29018 fix, an unknown name would be forwarded to the host's resolvers.
 """

@@ -1,4 +1,4 @@
-"""Names fixed by the design contract (DESIGN §7), written once for every test layer."""
+"""Names fixed by the tool contract (docs/architecture.md, docs/tools.md), written once for every test layer."""
 
 # The eleven tools, in the MCP server's listing order.
 TOOL_NAMES = [

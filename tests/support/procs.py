@@ -28,14 +28,23 @@ def free_port() -> int:
 
 
 def wait_until(cond: Callable[[], bool], timeout: float = 15.0, interval: float = 0.02, what: str = "") -> None:
-    """Poll `cond` until it is true; fail with `what` after `timeout` seconds (no fixed sleeps in tests)."""
+    """Poll `cond` until it is true; fail with `what` after `timeout` seconds (no fixed sleeps in tests).
+
+    An exception from `cond` (a service not up yet) means "not yet", and the last one is chained to the
+    TimeoutError; an AssertionError is a failed check, never "not yet": it is re-raised at once.
+    """
     deadline = time.monotonic() + timeout
+    last: Exception | None = None
     while time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
+        try:
             if cond():
                 return
+        except AssertionError:
+            raise
+        except Exception as exc:
+            last = exc
         time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout}s waiting for {what or cond}")
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what or cond}") from last
 
 
 def http_ok(url: str) -> bool:

@@ -1,4 +1,4 @@
-"""Client conversations are normalized as DESIGN §4 says."""
+"""Client conversations are normalized as docs/architecture.md ("One request") says."""
 
 import pytest
 

@@ -24,7 +24,7 @@ from agent.loop.tasks import ClientTask
 from agent.mcp_client import identity_var, request_id_var
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.auth import Authenticator, Identity
-from agent.security.privacy import Pseudonymizer, result_names
+from agent.security.privacy import Pseudonymizer, pseudonymizer, result_names
 from agent.security.ratelimit import RateLimiter, enforce, make_limiter
 from agent.settings import Settings
 from agent_contract.customers import customer_ids
@@ -66,15 +66,6 @@ class Security:
             audit,
             pseudonymizer(settings, key),
         )
-
-
-def pseudonymizer(settings: Settings, audit_key: bytes) -> Pseudonymizer:
-    """PSEUDONYM_KEY(_FILE), else one derived from the audit key; None (names kept) when switched off."""
-    if not settings.audit_pseudonymize:
-        return Pseudonymizer(None)
-    own = read_secret(settings.pseudonym_key, settings.pseudonym_key_file, "PSEUDONYM_KEY")
-    key = own.encode() if own else hashlib.sha256(b"local-agent pseudonym v1\x00" + audit_key).digest()
-    return Pseudonymizer(key)
 
 
 def install(app: FastAPI, settings: Settings) -> Security:

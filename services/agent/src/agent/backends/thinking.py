@@ -2,7 +2,7 @@
 
 Ollama normally returns reasoning in `message.thinking`. Some model/version pairs put it into `content`
 instead: `<think>…</think>answer`, or with the opening tag swallowed, `…reasoning…</think>answer`. The rule
-(DESIGN §4): in content, only what follows the last `</think>` is the answer.
+(docs/architecture.md): in content, only what follows the last `</think>` is the answer.
 """
 
 from __future__ import annotations

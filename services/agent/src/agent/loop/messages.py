@@ -1,9 +1,9 @@
 """Client conversations (OpenAI or Ollama flavour) normalized into the Ollama message shape the loop uses.
 
-Rules (DESIGN §4): client system/developer messages are dropped unless KEEP_CLIENT_SYSTEM (then kept, after
-ours); IDE wrappers such as <userRequest>…</userRequest> are unwrapped; content-part arrays are flattened to
-text; OpenAI tool_call_id / JSON-string arguments become Ollama tool_name / object arguments; our own
-"Tools used" footer is cut from assistant messages.
+Rules (docs/architecture.md, "One request"): client system/developer messages are dropped unless
+KEEP_CLIENT_SYSTEM (then kept, after ours); IDE wrappers such as <userRequest>…</userRequest> are unwrapped;
+content-part arrays are flattened to text; OpenAI tool_call_id / JSON-string arguments become Ollama
+tool_name / object arguments; our own "Tools used" footer is cut from assistant messages.
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent.api.access import pseudonymizer
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.audit_check import query, verify
 from agent.security.auth import add_key, key_hash, read_keys, revoke_key
+from agent.security.privacy import pseudonymizer
 from agent.settings import Settings, get_settings
 from agent_contract.policy import PolicyError, load_policy
 from agent_contract.secrets import read_secret

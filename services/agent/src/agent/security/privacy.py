@@ -17,7 +17,9 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from agent.settings import Settings
 from agent_contract.customers import parse_customer_id
+from agent_contract.secrets import read_secret
 
 # (tool, argument) pairs whose value is a customer's name unless it is a customer ID.
 NAME_ARGUMENTS = frozenset({("musteri_bakiyesi", "customer")})
@@ -78,3 +80,12 @@ def result_names(text: str) -> list[str]:
         elif isinstance(item, list):
             stack.extend(item)
     return found
+
+
+def pseudonymizer(settings: Settings, audit_key: bytes) -> Pseudonymizer:
+    """PSEUDONYM_KEY(_FILE), else one derived from the audit key; None (names kept) when switched off."""
+    if not settings.audit_pseudonymize:
+        return Pseudonymizer(None)
+    own = read_secret(settings.pseudonym_key, settings.pseudonym_key_file, "PSEUDONYM_KEY")
+    key = own.encode() if own else hashlib.sha256(b"local-agent pseudonym v1\x00" + audit_key).digest()
+    return Pseudonymizer(key)
