@@ -7,8 +7,8 @@ import pytest
 from starlette.requests import Request
 
 from agent.security.auth import Authenticator
-from agent.security.policy import Policy
 from agent.settings import Settings
+from agent_contract.policy import Policy
 
 POLICY = Policy(
     {"admin": frozenset({"*"}), "support": frozenset({"musteri_bakiyesi"}), "guest": frozenset()},
