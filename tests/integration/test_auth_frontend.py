@@ -23,7 +23,7 @@ from tests.integration.conftest import FakeOllama, McpServer
 from tests.support.procs import free_port, running
 
 pytestmark = pytest.mark.integration
-POLICY = Path(__file__).resolve().parents[2] / "services/agent/src/agent/security/policy.yaml"
+POLICY = Path(__file__).resolve().parents[2] / "contract/src/agent_contract/policy.yaml"
 
 
 @dataclass
