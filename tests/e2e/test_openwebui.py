@@ -27,7 +27,7 @@ from tests.e2e.stack import REPO
 from tests.support.procs import free_port, running
 
 pytestmark = pytest.mark.e2e
-POLICY = REPO / "services/agent/src/agent/security/policy.yaml"
+POLICY = REPO / "contract/src/agent_contract/policy.yaml"
 USERS = {"ayse@corp.example": "support", "mehmet@corp.example": "operations"}
 OFFLINE = {
     "OFFLINE_MODE": "true",
