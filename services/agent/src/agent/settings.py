@@ -23,6 +23,13 @@ class Settings(BaseSettings):
     ollama_model: str = "qwen3:4b"
     # Other Ollama models the agent also serves by name (comma separated), e.g. "qwen2.5:3b".
     extra_models: str = ""
+    # The model server this process (direct mode) or worker talks to: Ollama's /api/chat, or any
+    # OpenAI-compatible /v1/chat/completions (vLLM, llama-server, LM Studio, TGI, SGLang) at MODEL_URL.
+    model_protocol: Literal["ollama", "openai"] = "ollama"
+    model_url: str | None = None  # None: OLLAMA_URL
+    model_api_key: SecretStr | None = None  # sent as a bearer token to an OpenAI-compatible server
+    # llama.cpp's prompt cache makes temperature-0 answers differ run to run: off unless asked for.
+    model_cache_prompt: bool = False
     redis_url: str = "redis://127.0.0.1:6379/0"
     mcp_url: str = "http://127.0.0.1:8001/mcp"
     mcp_token: SecretStr | None = None
@@ -101,6 +108,13 @@ class Settings(BaseSettings):
     def mcp_secret(self) -> str | None:
         """The bearer token for the MCP server: MCP_TOKEN, else the contents of MCP_TOKEN_FILE."""
         return read_secret(self.mcp_token, self.mcp_token_file, "MCP_TOKEN")
+
+    def model_endpoint(self) -> str:
+        return (self.model_url or self.ollama_url).rstrip("/")
+
+    def model_headers(self) -> dict[str, str]:
+        key = self.model_api_key.get_secret_value() if self.model_api_key else ""
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
     def round_options(self) -> dict[str, object]:
         """Ollama `options` for every round and for the worker's warm-up: identical, or the model reloads."""

@@ -35,9 +35,9 @@ def make_backend(settings: Settings) -> ModelBackend:
         from agent.queue.client import QueueBackend  # the GPU queue needs Redis; the direct backend does not
 
         return QueueBackend(settings)
-    from agent.backends.ollama import OllamaBackend
+    from agent.backends.engine import direct_backend
 
-    return OllamaBackend(settings.ollama_url, settings.round_timeout_seconds, settings.holds_back_think)
+    return direct_backend(settings)
 
 
 def error_response(exc: AgentError, ollama_shape: bool = False) -> JSONResponse:

@@ -1,8 +1,8 @@
 """The one interface to the model: a round goes in, a stream of deltas, tool calls and usage comes out.
 
-Both the direct Ollama backend (agent.backends.ollama) and the GPU queue backend (agent.queue.client) implement
-ModelBackend; the tool loop only knows this module. Everything here is JSON-able so a round and its
-events can cross Redis unchanged.
+The direct backends (agent.backends.ollama, agent.backends.openai_compat) and the GPU queue backend
+(agent.queue.client) implement ModelBackend; the tool loop only knows this module. Everything here is
+JSON-able so a round and its events can cross Redis unchanged.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any]
+    invalid: str | None = None  # why the call cannot run (e.g. cut-off JSON arguments): never executed
 
 
 @dataclass(frozen=True)

@@ -249,6 +249,8 @@ class ToolLoop:
                     "Answer the user now from the results you have."
                 ),
             )
+        elif call.invalid is not None:  # e.g. arguments cut off by the token limit: never run a guessed call
+            outcome, content = "invalid_arguments", f"Error: invalid arguments for {call.name}: {call.invalid}"
         elif (problem := spec.validation_error(call.arguments)) is not None:
             outcome, content = "invalid_arguments", f"Error: invalid arguments for {call.name}: {problem}"
         else:

@@ -21,7 +21,7 @@ import redis.asyncio as aioredis
 import structlog
 
 from agent.backends.base import RoundDone, RoundEvent, RoundRequest, event_to_dict
-from agent.backends.ollama import stream_chat
+from agent.backends.engine import stream_engine
 from agent.errors import AgentError, DependencyDown, QueueTimeout, UpstreamError, UpstreamTimeout
 from agent.metrics import GPU_BUSY, LLM_TOKENS, ROUND_DURATION, TIME_TO_FIRST_TOKEN
 from agent.queue.events import error_entry
@@ -45,7 +45,7 @@ class Runtime:
 
     @property
     def ollama_url(self) -> str:
-        return self.settings.ollama_url.rstrip("/")
+        return self.settings.model_endpoint()
 
 
 _runtime: Runtime | None = None
@@ -131,7 +131,7 @@ async def _generate(rt: Runtime, request: RoundRequest, writer: EventWriter, enq
         async with asyncio.timeout(rt.settings.round_timeout_seconds):
             stream = cast(
                 AsyncGenerator[RoundEvent, None],
-                stream_chat(rt.http, rt.ollama_url, request, rt.settings.holds_back_think(request.model)),
+                stream_engine(rt.http, rt.settings, request),
             )
             async with contextlib.aclosing(stream):
                 async for event in stream:

@@ -30,7 +30,8 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
-from agent.backends.ollama import ollama_status, pull_hint
+from agent.backends.engine import engine_status
+from agent.backends.ollama import pull_hint
 from agent.metrics import GPU_BUSY, MODEL_PRESENT, OLLAMA_UP
 from agent.queue import jobs, keys
 from agent.queue.rq_adapter import gpu_worker
@@ -61,7 +62,8 @@ def start_runtime(settings: Settings, worker_id: str) -> jobs.Runtime:
     thread.start()
 
     async def build() -> jobs.Runtime:
-        http = httpx.AsyncClient(timeout=httpx.Timeout(settings.round_timeout_seconds, connect=5.0))
+        timeout = httpx.Timeout(settings.round_timeout_seconds, connect=5.0)
+        http = httpx.AsyncClient(timeout=timeout, headers=settings.model_headers())
         return jobs.Runtime(settings, worker_id, loop, _async_redis(settings.redis_url), http)
 
     return asyncio.run_coroutine_threadsafe(build(), loop).result()
@@ -75,7 +77,8 @@ class StatusReporter:
         self.status: dict[str, Any] = {
             "worker": rt.worker_id,
             "gpu_id": rt.settings.gpu_id,
-            "ollama_url": rt.settings.ollama_url,
+            "ollama_url": rt.settings.model_endpoint(),
+            "protocol": rt.settings.model_protocol,
             "model": rt.settings.ollama_model,
             "pid": os.getpid(),
             "ollama_reachable": False,
@@ -101,7 +104,7 @@ class StatusReporter:
     async def probe(self) -> None:
         self._probed = time.monotonic()
         settings, url = self.rt.settings, self.rt.ollama_url
-        status = await ollama_status(self.rt.http, url)
+        status = await engine_status(self.rt.http, settings)
         present = _has_model(status.models, settings.ollama_model)
         self.status.update(
             ollama_reachable=status.reachable,
@@ -114,10 +117,10 @@ class StatusReporter:
         if not status.reachable:
             self.status.update(warmed=False, detail=status.detail)
         elif not present:
-            self.status.update(
-                warmed=False,
-                detail=f"model {settings.ollama_model} missing in Ollama at {url}: {pull_hint(settings.ollama_model)}",
-            )
+            hint = pull_hint(settings.ollama_model) if settings.model_protocol == "ollama" else "see GET /v1/models"
+            self.status.update(warmed=False, detail=f"model {settings.ollama_model} missing at {url}: {hint}")
+        elif settings.model_protocol == "openai":  # the server loaded its model at start: nothing to warm
+            self.status.update(warmed=True, detail=status.detail or "ready")
         elif not self.status["warmed"]:
             await self.warm_up()
 
@@ -191,7 +194,8 @@ def main(argv: list[str] | None = None) -> None:
         "worker_started",
         worker=wid,
         gpu_id=settings.gpu_id,
-        ollama_url=settings.ollama_url,
+        model_url=settings.model_endpoint(),
+        protocol=settings.model_protocol,
         metrics_port=settings.worker_metrics_port,
     )
     try:

@@ -1,0 +1,285 @@
+"""Any OpenAI-compatible model server (/v1/chat/completions: vLLM, llama-server, LM Studio, TGI, SGLang) as a
+ModelBackend: translates the round into the OpenAI body, streams SSE back into the same round events.
+
+Traps measured against llama.cpp's llama-server and handled here:
+- a round cut off by max tokens (`finish_reason: length`) can end inside a tool call: its arguments are
+  cut-off JSON. Such a call is passed on marked invalid (ToolCall.invalid) and the loop never executes it.
+- tools sent to a server started without `--jinja` answer HTTP 500: the message says which flag is missing.
+- a prompt over the server's context window is a 400 that names the fix (code context_length_exceeded).
+- at temperature 0 the prompt cache makes answers differ run to run: `cache_prompt` is sent false unless
+  MODEL_CACHE_PROMPT=true (servers other than llama.cpp ignore the field).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from agent.backends.base import (
+    Message,
+    ModelStatus,
+    RoundDone,
+    RoundEvent,
+    RoundRequest,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallsDelta,
+)
+from agent.backends.ollama import record_round
+from agent.backends.thinking import ThinkFilter
+from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError, UpstreamTimeout
+
+# Ollama option name -> OpenAI body field (num_ctx is the server's own start flag: it cannot go per request).
+OPTION_FIELDS = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "seed": "seed",
+    "stop": "stop",
+    "num_predict": "max_tokens",
+}
+TOKEN_FIELDS = ("content", "reasoning_content", "tool_calls")  # a delta with one of these is a first token
+
+
+def openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Ollama-shaped messages in OpenAI shape: JSON-string arguments, tool results tied to their call ids."""
+    out: list[dict[str, Any]] = []
+    pending: list[tuple[str, str]] = []  # (call id, tool name) of the last assistant turn, not yet answered
+    for msg in messages:
+        role = msg["role"]
+        if role == "assistant" and msg.get("tool_calls"):
+            calls: list[dict[str, Any]] = []
+            for i, call in enumerate(msg["tool_calls"]):
+                fn = call.get("function") or {}
+                call_id = str(call.get("id") or f"call_{len(out)}_{i}")
+                args = fn.get("arguments")
+                calls.append(
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {
+                            "name": fn.get("name", ""),
+                            "arguments": args if isinstance(args, str) else json.dumps(args or {}),
+                        },
+                    }
+                )
+            pending = [(c["id"], c["function"]["name"]) for c in calls]
+            out.append({"role": "assistant", "content": msg.get("content") or None, "tool_calls": calls})
+        elif role == "tool":
+            name = msg.get("tool_name")
+            match = next((p for p in pending if p[1] == name), pending[0] if pending else None)
+            entry = {"role": "tool", "content": msg.get("content", "")}
+            if match is not None:
+                pending.remove(match)
+                entry["tool_call_id"] = match[0]
+            out.append(entry)
+        else:  # the `thinking` of earlier turns is not sent back, as Ollama's own templates drop it
+            out.append({"role": role, "content": msg.get("content", "")})
+    return out
+
+
+def openai_body(request: RoundRequest, cache_prompt: bool) -> dict[str, Any]:
+    """The /v1/chat/completions body for this round (always streaming, usage in the last chunk)."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": openai_messages(request.messages),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "cache_prompt": cache_prompt,
+    }
+    for option, name in OPTION_FIELDS.items():
+        if option in request.options:
+            body[name] = request.options[option]
+    if request.tools:
+        body["tools"] = request.tools
+    return body
+
+
+def _message(text: str) -> tuple[str, str]:
+    """(message, type) from an error body: OpenAI's {"error": {...}}, FastAPI's {"detail": ...} or plain text."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text.strip()[:500], ""
+    err = data.get("error", data.get("detail", data)) if isinstance(data, dict) else data
+    if isinstance(err, dict):
+        return str(err.get("message", err)), str(err.get("type", ""))
+    return str(err), ""
+
+
+def error_for(status: int, text: str, request: RoundRequest, url: str) -> AgentError:
+    message, kind = _message(text)
+    if "context" in (message + kind).lower() and status in (400, 413):
+        return BadRequest(
+            f"The conversation does not fit the model's context window at {url}: {message}. "
+            "Shorten the conversation, or start the model server with a larger context.",
+            param="messages",
+            code="context_length_exceeded",
+        )
+    if status == 404:
+        return ModelNotFound(
+            f"Model '{request.model}' is not served by the model server at {url}: {message}. "
+            "To fix: set OLLAMA_MODEL to the name the server serves (GET /v1/models), or start it with that model.",
+            param="model",
+        )
+    if status == 500 and request.tools and "jinja" in message.lower():
+        return UpstreamError(f"The model server at {url} cannot take tools: {message}. Start llama-server --jinja.")
+    if status == 400:
+        return BadRequest(f"The model server refused the request: {message}")
+    if status in (401, 403):
+        return UpstreamError(f"The model server at {url} refused the agent's key (HTTP {status}): set MODEL_API_KEY.")
+    if status == 503:
+        return DependencyDown(f"The model server at {url} is not ready: {message}", retry_after=5)
+    return UpstreamError(f"The model server at {url} failed with HTTP {status}: {message}")
+
+
+class ToolCallParts:
+    """Tool calls arrive as fragments keyed by index: a name once, arguments as pieces of one JSON string."""
+
+    def __init__(self) -> None:
+        self.parts: dict[int, dict[str, str]] = {}
+
+    def feed(self, deltas: list[dict[str, Any]]) -> None:
+        for delta in deltas:
+            part = self.parts.setdefault(int(delta.get("index", len(self.parts))), {"id": "", "name": "", "args": ""})
+            fn = delta.get("function") or {}
+            part["id"] = part["id"] or str(delta.get("id") or "")
+            part["name"] += str(fn.get("name") or "")
+            part["args"] += str(fn.get("arguments") or "")
+
+    def calls(self, request_id: str, finish_reason: str) -> list[ToolCall]:
+        out = []
+        for index, part in sorted(self.parts.items()):
+            invalid, args = None, {}
+            try:
+                parsed = json.loads(part["args"] or "{}")
+                if isinstance(parsed, dict):
+                    args = parsed
+                else:
+                    invalid = "the arguments are not a JSON object"
+            except ValueError:
+                cut = finish_reason == "length"
+                invalid = "the arguments were cut off (the round hit its token limit)" if cut else "invalid JSON"
+            call_id = part["id"] or f"call_{request_id or 'r'}_{index}"
+            out.append(ToolCall(call_id, part["name"], args, invalid))
+        return out
+
+
+async def _sse_chunks(resp: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The JSON payloads of `data:` lines until [DONE]; read to the end, so the connection is reused."""
+    finished = False
+    async for line in resp.aiter_lines():
+        if finished or not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            finished = True
+            continue
+        chunk = json.loads(payload)
+        if isinstance(chunk, dict) and "error" in chunk:
+            message, _ = _message(payload)
+            raise UpstreamError(f"The model server failed mid-answer: {message}")
+        yield chunk
+
+
+async def stream_completions(
+    http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool, cache_prompt: bool = False
+) -> AsyncIterator[RoundEvent]:
+    """Stream one /v1/chat/completions round as events; reasoning is split off content on the way."""
+    started = time.monotonic()
+    first_token: float | None = None
+    think, calls = ThinkFilter(holdback), ToolCallParts()
+    finish = "stop"
+    usage: dict[str, Any] = {}
+    timings: dict[str, Any] = {}
+    try:
+        body = openai_body(request, cache_prompt)
+        async with http.stream("POST", f"{url}/v1/chat/completions", json=body) as resp:
+            if resp.status_code != 200:
+                raise error_for(resp.status_code, (await resp.aread()).decode(errors="replace"), request, url)
+            async for chunk in _sse_chunks(resp):
+                usage, timings = chunk.get("usage") or usage, chunk.get("timings") or timings
+                for choice in chunk.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    if first_token is None and any(delta.get(k) for k in TOKEN_FIELDS):
+                        first_token = time.monotonic() - started
+                    if delta.get("reasoning_content"):
+                        think.holdback = False  # the server separates reasoning itself: content is the answer
+                        yield ThinkingDelta(delta["reasoning_content"])
+                    if delta.get("content"):
+                        for event in _text_events(*think.feed(delta["content"])):
+                            yield event
+                    calls.feed(delta.get("tool_calls") or [])
+                    finish = choice.get("finish_reason") or finish
+    except httpx.TimeoutException as exc:
+        raise UpstreamTimeout(f"The model server at {url} did not answer in time ({type(exc).__name__})") from exc
+    except httpx.TransportError as exc:
+        raise DependencyDown(
+            f"The model server is unreachable at {url} ({type(exc).__name__}). Check that it is running "
+            "and MODEL_URL is right."
+        ) from exc
+    for event in _text_events(*think.finish()):
+        yield event
+    if calls.parts:
+        yield ToolCallsDelta(calls.calls(request.request_id, finish))
+    yield RoundDone(
+        done_reason="length" if finish == "length" else "stop",
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        total_duration_s=time.monotonic() - started,
+        eval_duration_s=float(timings.get("predicted_ms") or 0.0) / 1000,
+        time_to_first_token_s=first_token,
+    )
+
+
+def _text_events(thinking: str, answer: str) -> list[RoundEvent]:
+    events: list[RoundEvent] = [ThinkingDelta(thinking)] if thinking else []
+    return [*events, TextDelta(answer)] if answer else events
+
+
+async def openai_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
+    """Reachable and the served model ids (GET /v1/models); llama-server's /props tells whether tools work."""
+    try:
+        data = (await http.get(f"{url}/v1/models", timeout=3.0)).json()
+    except (httpx.HTTPError, ValueError) as exc:
+        return ModelStatus(False, detail=f"model server unreachable at {url}: {type(exc).__name__}")
+    models = [str(m.get("id", "")) for m in data.get("data", []) if isinstance(m, dict)]
+    detail = ""
+    try:
+        props = (await http.get(f"{url}/props", timeout=3.0)).json()
+        template = str(props.get("chat_template", "")) if isinstance(props, dict) else ""
+        if template and "tools" not in template:
+            detail = "the model's chat template has no tool section: the server drops the tools silently"
+    except (httpx.HTTPError, ValueError):
+        pass  # not llama.cpp: nothing more to learn
+    return ModelStatus(True, models, None, detail)
+
+
+class OpenAICompatBackend:
+    """Calls an OpenAI-compatible server from this process (direct mode; the worker uses stream_completions)."""
+
+    def __init__(self, url: str, timeout: float, holdback: Any = None, api_key: str | None = None,
+                 cache_prompt: bool = False) -> None:  # fmt: skip
+        self.url = url.rstrip("/")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=5.0), headers=headers)
+        self._holdback = holdback or (lambda model: False)
+        self.cache_prompt = cache_prompt
+
+    async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
+        started = time.monotonic()
+        holdback = self._holdback(request.model)
+        async for event in stream_completions(self.http, self.url, request, holdback, self.cache_prompt):
+            if isinstance(event, RoundDone):
+                record_round(request, event, time.monotonic() - started)
+            yield event
+
+    async def status(self) -> ModelStatus:
+        return await openai_status(self.http, self.url)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
