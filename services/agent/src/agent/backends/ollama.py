@@ -156,15 +156,18 @@ async def ollama_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
 class OllamaBackend:
     """Calls Ollama from this process (no queue): the agent core's first backend and the worker's engine."""
 
-    def __init__(self, url: str, timeout: float, holdback: Any = None) -> None:
+    def __init__(self, url: str, timeout: float, holdback: Any = None, headers: dict[str, str] | None = None) -> None:
         self.url = url.rstrip("/")
-        self.http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=5.0))
+        self.http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=5.0), headers=headers)
         self._holdback = holdback or (lambda model: False)
 
+    def _stream(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
+        return stream_chat(self.http, self.url, request, self._holdback(request.model))
+
     async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
-        """One round from this process; it is the one talking to Ollama, so it records the model metrics."""
+        """One round from this process; it is the one talking to the model, so it records the model metrics."""
         started = time.monotonic()
-        async for event in stream_chat(self.http, self.url, request, self._holdback(request.model)):
+        async for event in self._stream(request):
             if isinstance(event, RoundDone):
                 record_round(request, event, time.monotonic() - started)
             yield event

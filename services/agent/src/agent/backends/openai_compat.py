@@ -30,7 +30,7 @@ from agent.backends.base import (
     ToolCall,
     ToolCallsDelta,
 )
-from agent.backends.ollama import record_round
+from agent.backends.ollama import OllamaBackend
 from agent.backends.thinking import ThinkFilter
 from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError, UpstreamTimeout
 
@@ -259,27 +259,17 @@ async def openai_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
     return ModelStatus(True, models, None, detail)
 
 
-class OpenAICompatBackend:
+class OpenAICompatBackend(OllamaBackend):
     """Calls an OpenAI-compatible server from this process (direct mode; the worker uses stream_completions)."""
 
     def __init__(self, url: str, timeout: float, holdback: Any = None, api_key: str | None = None,
                  cache_prompt: bool = False) -> None:  # fmt: skip
-        self.url = url.rstrip("/")
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=5.0), headers=headers)
-        self._holdback = holdback or (lambda model: False)
+        super().__init__(url, timeout, holdback, {"Authorization": f"Bearer {api_key}"} if api_key else None)
         self.cache_prompt = cache_prompt
 
-    async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
-        started = time.monotonic()
+    def _stream(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
         holdback = self._holdback(request.model)
-        async for event in stream_completions(self.http, self.url, request, holdback, self.cache_prompt):
-            if isinstance(event, RoundDone):
-                record_round(request, event, time.monotonic() - started)
-            yield event
+        return stream_completions(self.http, self.url, request, holdback, self.cache_prompt)
 
     async def status(self) -> ModelStatus:
         return await openai_status(self.http, self.url)
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
