@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from tests.integration.conftest import McpServer, agent_env
-from tests.support.procs import free_port, running
+from tests.support.procs import Proc, free_port, running, wait_until
 
 
 @dataclass
@@ -37,12 +37,17 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 
 
 @pytest.fixture(scope="module")
-def openai_api(fake_openai: FakeOpenAI, mcp_server: McpServer) -> Iterator[str]:
+def openai_api_proc(fake_openai: FakeOpenAI, mcp_server: McpServer) -> Iterator[tuple[str, Proc]]:
     port = free_port()
     env = agent_env(fake_openai.url, mcp_server, port, MODEL_PROTOCOL="openai", MODEL_URL=fake_openai.url,
                     EXTRA_MODELS="")  # fmt: skip
-    with running(["agent-api"], env=env, ready_url=f"http://127.0.0.1:{port}/healthz"):
-        yield f"http://127.0.0.1:{port}"
+    with running(["agent-api"], env=env, ready_url=f"http://127.0.0.1:{port}/healthz") as proc:
+        yield f"http://127.0.0.1:{port}", proc
+
+
+@pytest.fixture(scope="module")
+def openai_api(openai_api_proc: tuple[str, Proc]) -> str:
+    return openai_api_proc[0]
 
 
 @pytest.fixture
@@ -87,12 +92,17 @@ def test_cut_off_arguments_are_never_executed(sdk: openai.OpenAI, fake_openai: F
     assert tool_msg["role"] == "tool" and "cut off" in tool_msg["content"]
 
 
-def test_server_without_jinja_gives_a_clear_error(sdk: openai.OpenAI, fake_openai: FakeOpenAI) -> None:
+def test_server_without_jinja_gives_a_clear_error(
+    sdk: openai.OpenAI, fake_openai: FakeOpenAI, openai_api_proc: tuple[str, Proc]
+) -> None:
     fake_openai.script({"status": 500, "error": "tools param requires --jinja flag"})
     with pytest.raises(openai.APIStatusError) as err:
         ask(sdk, "hello")
-    assert err.value.status_code == 502
-    assert "--jinja" in str(err.value) and "Traceback" not in str(err.value)
+    # The user sees a clear 502 without internals; the operator's log names the missing flag.
+    assert err.value.status_code == 502 and "Traceback" not in str(err.value)
+    wait_until(
+        lambda: "Start llama-server --jinja" in openai_api_proc[1].output(), timeout=10, what="the hint in the log"
+    )
 
 
 def test_prompt_over_the_context_is_a_clear_400(sdk: openai.OpenAI, fake_openai: FakeOpenAI) -> None:
