@@ -51,6 +51,7 @@ class MemoryToolBox:
             ToolSpec("sistem_bilgisi", "time", {"type": "object", "properties": {}}),
         ]
         self.fail = fail or set()
+        self.slow = slow or set()
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
     async def list_tools(self, refresh: bool = False) -> list[ToolSpec]:
@@ -58,6 +59,8 @@ class MemoryToolBox:
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         self.calls.append((name, arguments))
+        if name in self.slow:  # as the real ToolBox reports a tool past TOOL_TIMEOUT_SECONDS
+            return ToolResult(True, f"{name} took too long.", timed_out=True)
         if name in self.fail:
             return ToolResult(True, f"Error executing tool {name}: database offline")
         # The figures the scripted answers state, so a correct scripted answer is grounded (docs/grounding.md).

@@ -57,6 +57,7 @@ class ToolSpec:
 class ToolResult:
     is_error: bool
     text: str
+    timed_out: bool = False  # the tool did not answer within TOOL_TIMEOUT_SECONDS (is_error is True too)
 
 
 class ToolBox:
@@ -175,7 +176,9 @@ class ToolBox:
             result = await client.call_tool(name, arguments, read_timeout_seconds=self.timeout)
         except Exception as exc:
             if _is_timeout(exc):
-                return ToolResult(True, f"The tool {name} did not answer within {self.timeout:g} seconds.")
+                return ToolResult(
+                    True, f"The tool {name} did not answer within {self.timeout:g} seconds.", timed_out=True
+                )
             self._reset()
             raise self._down(_describe(exc)) from exc
         text = "\n".join(getattr(block, "text", "") for block in result.content if getattr(block, "text", ""))

@@ -9,9 +9,9 @@ from agent.api.render_ollama import OllamaRenderer
 from agent.api.render_openai import OpenAIRenderer
 from agent.backends.base import ToolCall
 from agent.errors import DependencyDown
-from agent.loop.engine import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, ToolCallEvent, Usage
+from agent.loop.engine import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, ToolCallEvent, TraceEntry, Usage
 
-TRACE = [{"name": "kyc_ozeti", "arguments": {}, "outcome": "ok", "round": 1, "result_chars": 10}]
+TRACE = [TraceEntry("kyc_ozeti", {}, "ok", 1, 10)]
 ANSWER = "3 pending.\n\n---\nTools used: kyc_ozeti"
 
 
@@ -32,7 +32,7 @@ async def test_openai_non_streaming_shape() -> None:
     assert choice["message"] == {"role": "assistant", "content": ANSWER, "reasoning_content": "count them"}
     assert choice["finish_reason"] == "stop"
     assert body["usage"] == {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}
-    assert body["local_agent"] == {"tools_used": ["kyc_ozeti"], "tool_calls": TRACE, "rounds": 2}
+    assert body["local_agent"] == {"tools_used": ["kyc_ozeti"], "tool_calls": [t.to_dict() for t in TRACE], "rounds": 2}
 
 
 async def test_openai_sse_chunks_usage_and_done() -> None:

@@ -39,7 +39,7 @@ async def test_tool_round_then_answer_with_footer_and_trace(settings: Settings) 
     assert box.calls == [("pozisyon_dagilimi", {"symbol": "EURUSD"})]
     assert f.answer == "12 long, 7 short.\n\n---\nTools used: pozisyon_dagilimi"
     assert "".join(e.text for e in events if isinstance(e, TextEvent)) == f.answer
-    assert f.trace[0]["outcome"] == "ok" and f.rounds == 2
+    assert f.trace[0].outcome == "ok" and f.rounds == 2
     tool_msg = backend.requests[1].messages[-1]
     assert tool_msg["role"] == "tool" and tool_msg["tool_name"] == "pozisyon_dagilimi"
     assert tool_msg["content"].startswith('<tool_result tool="pozisyon_dagilimi">')
@@ -63,7 +63,7 @@ async def test_identical_repeat_is_not_executed_and_goes_to_final_answer(setting
     box = MemoryToolBox()
     f = final(await collect(ToolLoop(settings, backend, box)))  # type: ignore[arg-type]
     assert len(box.calls) == 1
-    assert [t["outcome"] for t in f.trace] == ["ok", "duplicate"]
+    assert [t.outcome for t in f.trace] == ["ok", "duplicate"]
     assert backend.requests[2].tools is None  # straight to the final answer
 
 
@@ -85,7 +85,7 @@ async def test_forbidden_tool_is_refused_and_not_offered(settings: Settings) -> 
     offered = [t["function"]["name"] for t in backend.requests[0].tools or []]
     assert "islem_hacmi" not in offered
     assert box.calls == []
-    assert final(events).trace[0]["outcome"] == "forbidden"
+    assert final(events).trace[0].outcome == "forbidden"
 
 
 async def test_arguments_are_validated_against_the_schema(settings: Settings) -> None:
@@ -93,7 +93,7 @@ async def test_arguments_are_validated_against_the_schema(settings: Settings) ->
     box = MemoryToolBox()
     f = final(await collect(ToolLoop(settings, backend, box)))  # type: ignore[arg-type]
     assert box.calls == []
-    assert f.trace[0]["outcome"] == "invalid_arguments"
+    assert f.trace[0].outcome == "invalid_arguments"
     assert "is not of type 'string'" in backend.requests[1].messages[-1]["content"]
 
 
@@ -104,7 +104,7 @@ async def test_failed_tool_is_withdrawn_and_not_run_again(settings: Settings) ->
     assert box.calls == [("islem_hacmi", {"symbol": "A"})]
     offered = [t["function"]["name"] for t in backend.requests[1].tools or []]
     assert "islem_hacmi" not in offered
-    assert [t["outcome"] for t in f.trace] == ["error", "failed_before"]
+    assert [t.outcome for t in f.trace] == ["error", "failed_before"]
     assert f.answer.endswith("Tools used: islem_hacmi")
 
 
@@ -120,3 +120,10 @@ async def test_tool_results_are_cut_to_the_limit(settings: Settings) -> None:
     content = backend.requests[1].messages[-1]["content"]
     assert "[truncated: 4800 more characters not shown]" in content
     assert "x" * 200 in content and "x" * 201 not in content
+
+
+async def test_a_timed_out_tool_is_a_timeout_whatever_its_text_says(settings: Settings) -> None:
+    backend = ScriptedBackend([[("islem_hacmi", {"symbol": "A"})], "sorry"])
+    f = final(await collect(ToolLoop(settings, backend, MemoryToolBox(slow={"islem_hacmi"}))))  # type: ignore[arg-type]
+    assert [(t.name, t.outcome, t.executed) for t in f.trace] == [("islem_hacmi", "timeout", True)]
+    assert f.tools_used == ["islem_hacmi"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -218,3 +219,19 @@ def test_startup_warns_about_configurations_that_refuse_everyone(tmp_path: Path)
     assert "holds no keys" in empty.startup_warnings()[0]
     no_proxy = Authenticator(Settings(agent_auth="trusted_header"), load_policy())
     assert "TRUSTED_PROXIES is empty" in no_proxy.startup_warnings()[0]
+
+
+async def test_a_timed_out_call_is_audited_as_executed_with_its_result(env: dict[str, Any]) -> None:
+    settings = settings_for(env["tmp"])
+    replies = [[("islem_hacmi", {"symbol": "EURUSD"})], "done"]
+    backend, box = ScriptedBackend(replies), MemoryToolBox(slow={"islem_hacmi"})
+    app = create_app(settings, backend=backend, toolbox=box)  # type: ignore[arg-type]
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 5000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://agent") as http:
+            resp = await http.post("/v1/chat/completions", json=ASK, headers=bearer(env["keys"]["desk"]))
+    assert resp.status_code == 200
+    (record,) = [r for r in records(settings.audit_dir) if r["event"] == "request"]
+    (call,) = record["tool_calls"]
+    assert call["outcome"] == "timeout" and call["result_chars"] == len("islem_hacmi took too long.")
+    assert call["result_sha256"] == hashlib.sha256(b"islem_hacmi took too long.").hexdigest()

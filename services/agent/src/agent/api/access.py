@@ -19,7 +19,7 @@ from fastapi import Depends, FastAPI, Request
 from agent import metrics
 from agent.backends.base import Message
 from agent.errors import AgentError, Unauthorized
-from agent.loop.engine import Caller, FinalEvent, LoopEvent, ToolCallEvent, ToolResultEvent
+from agent.loop.engine import EXECUTED, Caller, FinalEvent, LoopEvent, ToolCallEvent, ToolResultEvent
 from agent.loop.tasks import ClientTask
 from agent.mcp_client import identity_var, request_id_var
 from agent.security.audit import AuditLog, resolve_key
@@ -130,7 +130,7 @@ class Trail:
             self._round = event.round
         elif isinstance(event, ToolResultEvent):
             arguments, names = pseudonyms.arguments(event.call.name, event.call.arguments)
-            executed = event.outcome in ("ok", "error", "timeout")
+            executed = event.outcome in EXECUTED
             if executed:
                 names += result_names(event.content)
             self.names += names

@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import Request
 
 from agent import jsoncheck
+from agent.backends.models import find_model
 from agent.errors import BadRequest, ModelNotFound, PayloadTooLarge
 from agent.settings import Settings
 
@@ -51,14 +52,14 @@ def include_usage(data: dict[str, Any]) -> bool:
 
 
 def resolve_model(data: dict[str, Any], settings: Settings) -> str:
-    """The served model a request names; `name` without a tag matches `name:latest`."""
+    """The served model a request names (agent.backends.models: `name` and `name:latest` are one model)."""
     name = data.get("model")
     if not isinstance(name, str) or not name.strip():
         raise BadRequest("`model` is required", param="model")
     served = settings.served_models()
-    for candidate in (name, f"{name}:latest"):
-        if candidate in served:
-            return candidate
+    found = find_model(name, served)
+    if found is not None:
+        return found
     raise ModelNotFound(
         f"The model `{name}` does not exist or is not served by this agent. Served models: {', '.join(served)}.",
         param="model",

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from agent import __version__
 from agent.api.bodies import read_json, resolve_model
 from agent.backends.base import ModelStatus
+from agent.backends.models import has_model
 from agent.backends.ollama import pull_hint
 from agent.errors import ModelNotFound
 from agent.loop.prompt import SYSTEM_PROMPT
@@ -36,7 +37,7 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
         models = []
         for name in settings.served_models():
             entry = _ollama_model(name)
-            entry["details"]["available"] = name in status.models
+            entry["details"]["available"] = has_model(status.models, name)
             models.append(entry)
         return {"models": models}
 
@@ -94,7 +95,7 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
     @app.get("/readyz")
     async def readyz(request: Request) -> JSONResponse:
         status: ModelStatus = await request.app.state.backend.status()
-        missing = [m for m in settings.served_models() if m not in status.models]
+        missing = [m for m in settings.served_models() if not has_model(status.models, m)]
         model_check: dict[str, Any] = {
             "ok": status.reachable and not missing,
             "version": status.version,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import structlog
@@ -34,7 +34,30 @@ from agent_contract.labels import TOOL_CALLED, AgentToolOutcome, duration_ms, to
 log = structlog.get_logger("agent.loop.engine")
 
 Outcome = AgentToolOutcome
-EXECUTED: frozenset[str] = frozenset({"ok", "error", "timeout"})
+EXECUTED: frozenset[str] = frozenset({"ok", "error", "timeout"})  # the tool ran (its result is real data)
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    """One tool call the model asked for and what became of it: the trace in answers and audit records."""
+
+    name: str
+    arguments: dict[str, Any]
+    outcome: Outcome
+    round: int
+    result_chars: int
+
+    @property
+    def executed(self) -> bool:
+        return self.outcome in EXECUTED
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def tools_used(trace: list[TraceEntry]) -> list[str]:
+    """Names of the tools that ran, in first-use order."""
+    return list(dict.fromkeys(t.name for t in trace if t.executed))
 
 
 @dataclass(frozen=True)
@@ -85,12 +108,12 @@ class FinalEvent:
     finish_reason: str
     usage: Usage
     rounds: int
-    trace: list[dict[str, Any]]
+    trace: list[TraceEntry]
     grounding: dict[str, Any] | None = None  # agent.loop.grounding_mode: the verdict on the answer's figures
 
     @property
     def tools_used(self) -> list[str]:
-        return list(dict.fromkeys(t["name"] for t in self.trace if t["outcome"] in EXECUTED))
+        return tools_used(self.trace)
 
 
 LoopEvent = TextEvent | ThinkingEvent | ToolCallEvent | ToolResultEvent | FinalEvent
@@ -144,15 +167,7 @@ class ToolLoop:
             for call in calls:
                 yield ToolCallEvent(call, rnd)
                 outcome, content = await self._execute(call, specs, caller, state)
-                state.trace.append(
-                    {
-                        "name": call.name,
-                        "arguments": call.arguments,
-                        "outcome": outcome,
-                        "round": rnd,
-                        "result_chars": len(content),
-                    }
-                )
+                state.trace.append(TraceEntry(call.name, call.arguments, outcome, rnd, len(content)))
                 state.messages.append(
                     {
                         "role": "tool",
@@ -171,7 +186,7 @@ class ToolLoop:
         self, state: _State, conversation: list[Message], hold: bool, rnd: int
     ) -> AsyncIterator[TextEvent | FinalEvent]:
         """Check the answer's figures (GROUNDING_MODE), then send what is left: warning or held text, footer."""
-        used = list(dict.fromkeys(t["name"] for t in state.trace if t["outcome"] in EXECUTED))
+        used = tools_used(state.trace)
         verdict = grounding_mode.judge(
             self.settings.grounding_mode, state.answer, state.results, conversation, tools_called=bool(used)
         )
@@ -266,7 +281,7 @@ class ToolLoop:
         metrics.TOOL_DURATION.labels(call.name).observe(elapsed)
         outcome: Outcome = "ok"
         if result.is_error:
-            outcome = "timeout" if "did not answer within" in result.text else "error"
+            outcome = "timeout" if result.timed_out else "error"
             state.failed.add(call.name)
         metrics.TOOL_CALLS.labels(call.name, outcome).inc()
         log.info(
@@ -282,7 +297,7 @@ class ToolLoop:
 @dataclass
 class _State:
     messages: list[Message]
-    trace: list[dict[str, Any]] = field(default_factory=list)
+    trace: list[TraceEntry] = field(default_factory=list)
     results: list[tuple[str, str]] = field(default_factory=list)  # (tool, result) of the calls that succeeded
     seen: set[str] = field(default_factory=set)
     failed: set[str] = field(default_factory=set)

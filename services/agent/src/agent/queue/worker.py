@@ -31,6 +31,7 @@ from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from agent.backends.engine import engine_status
+from agent.backends.models import has_model
 from agent.backends.ollama import pull_hint
 from agent.metrics import GPU_BUSY, MODEL_PRESENT, OLLAMA_UP
 from agent.queue import jobs, keys
@@ -105,7 +106,7 @@ class StatusReporter:
         self._probed = time.monotonic()
         settings, url = self.rt.settings, self.rt.ollama_url
         status = await engine_status(self.rt.http, settings)
-        present = _has_model(status.models, settings.ollama_model)
+        present = has_model(status.models, settings.ollama_model)
         self.status.update(
             ollama_reachable=status.reachable,
             ollama_version=status.version,
@@ -158,11 +159,6 @@ class StatusReporter:
         with contextlib.suppress(RedisError):
             await self.rt.redis.delete(keys.worker_status_key(self.rt.worker_id))
             await self.rt.redis.srem(keys.WORKERS_SET, self.rt.worker_id)
-
-
-def _has_model(models: list[str], wanted: str) -> bool:
-    full = wanted if ":" in wanted else f"{wanted}:latest"
-    return wanted in models or full in models
 
 
 def worker_id(settings: Settings) -> str:
