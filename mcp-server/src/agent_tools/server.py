@@ -129,7 +129,9 @@ def create_server(settings: Settings, *, metrics: Metrics | None = None) -> Tool
     check_tools_known(guard.policy, [spec.name for spec in specs])
     server = ToolServer(build_deps(settings), metrics or Metrics(), guard)
     for spec in specs:
-        server.add_tool(spec.fn, name=spec.name, description=spec.description, annotations=spec.annotations)
+        server.add_tool(
+            spec.fn, name=spec.name, description=spec.description, annotations=spec.annotations, meta=spec.meta
+        )
     return server
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, TextDelta, ToolCall, ToolCallsDelta
-from agent.mcp_client import ToolResult, ToolSpec
+from agent.mcp_client import ArgumentRules, ToolResult, ToolSpec
 from agent.settings import Settings
 
 SCHEMA = {"type": "object", "properties": {"symbol": {"type": "string"}}, "required": ["symbol"]}
@@ -65,6 +65,9 @@ class MemoryToolBox:
             return ToolResult(True, f"Error executing tool {name}: database offline")
         # The figures the scripted answers state, so a correct scripted answer is grounded (docs/grounding.md).
         return ToolResult(False, f"{name} result for {arguments}: long 12, short 7")
+
+    def audit_rules(self, name: str) -> ArgumentRules:
+        return next((s.audit for s in self.specs if s.name == name), ArgumentRules())
 
     async def ping(self) -> bool:
         return True

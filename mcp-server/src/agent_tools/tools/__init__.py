@@ -2,6 +2,11 @@
 
 Adding a report is one function in one file: write a typed function with the model-facing docstring in
 any module of this package, put `@tool()` above it, done (a new module here is picked up too).
+
+A tool declares which of its arguments are personal data (`personal=`: a customer's name or ID) and which
+are free text (`free_text=`: note texts, search patterns). The declaration travels in the tool list as
+`_meta["local-agent/audit"]`, and the agent's audit log follows it: personal arguments pseudonymised,
+free text only as a size and keyed hash. An undeclared argument is logged as given.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from mcp.types import ToolAnnotations
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__agent_tool__"
+_AUDIT = "__agent_tool_audit__"
+AUDIT_META = "local-agent/audit"
 REQUIRED_SECTIONS = ("WHEN TO USE:", "ALWAYS call this tool", "Example:", "WHEN NOT TO USE:")
 # Listing order follows the design table; modules not named here come after, alphabetically.
 MODULE_ORDER = ("system", "files", "notes", "payments", "trading", "customers", "kyc")
@@ -28,12 +35,19 @@ class ToolSpec:
     name: str
     description: str
     annotations: ToolAnnotations
+    meta: dict[str, Any]
 
 
-def tool(*, read_only: bool = True) -> Callable[[F], F]:
+def tool(
+    *, read_only: bool = True, personal: tuple[str, ...] = (), free_text: tuple[str, ...] = ()
+) -> Callable[[F], F]:
     """Mark `fn` as an MCP tool (name = function name, description = its cleaned docstring)."""
 
     def mark(fn: F) -> F:
+        unknown = set(personal + free_text) - set(inspect.signature(fn).parameters)
+        if unknown:
+            raise ValueError(f"tool {fn.__name__} declares arguments it does not have: {sorted(unknown)}")
+        setattr(fn, _AUDIT, {AUDIT_META: {"personal": sorted(personal), "free_text": sorted(free_text)}})
         setattr(
             fn,
             _MARK,
@@ -65,5 +79,5 @@ def discover() -> list[ToolSpec]:
         for fn in vars(module).values():
             annotations = getattr(fn, _MARK, None)
             if callable(fn) and annotations is not None and fn.__module__ == module.__name__:
-                specs.append(ToolSpec(fn, fn.__name__, describe(fn), annotations))
+                specs.append(ToolSpec(fn, fn.__name__, describe(fn), annotations, getattr(fn, _AUDIT)))
     return specs

@@ -41,7 +41,7 @@ def _balance(customer_id: str) -> dict[str, Any]:
     }
 
 
-@tool()
+@tool(personal=("customer",))
 def musteri_bakiyesi(
     customer: Annotated[
         str, Field(description="The customer ID such as C1001 (preferred), or the customer's name or surname.")

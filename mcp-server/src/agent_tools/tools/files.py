@@ -13,7 +13,7 @@ from agent_tools.tools import tool
 MAX_RESULTS = 200
 
 
-@tool()
+@tool(free_text=("pattern",))
 def dosya_ara(
     pattern: Annotated[
         str, Field(description="Part of a file name, or a glob such as '*.md' or 'docs/*.txt'. Case-insensitive.")

@@ -12,7 +12,7 @@ from agent_tools.notes_store import MAX_NOTE_CHARS
 from agent_tools.tools import tool
 
 
-@tool(read_only=False)
+@tool(read_only=False, free_text=("text", "title"))
 def not_kaydet(
     text: Annotated[str, Field(description="The note's text, exactly what the user asked to remember.")],
     title: Annotated[str, Field(description="Optional short title; leave empty to use the first words.")] = "",
@@ -43,7 +43,7 @@ def not_kaydet(
     return {"saved": True, "note": note}
 
 
-@tool()
+@tool(free_text=("contains",))
 def notlari_getir(
     contains: Annotated[str, Field(description="Optional word to filter notes by; empty lists all.")] = "",
     limit: Annotated[int, Field(ge=1, le=100, description="Most notes to return, newest first.")] = 20,

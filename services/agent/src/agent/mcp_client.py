@@ -31,11 +31,32 @@ request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id
 identity_var: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("identity", default=None)
 
 
+AUDIT_META = "local-agent/audit"  # where a tool declares its personal-data and free-text arguments
+
+
+@dataclass(frozen=True)
+class ArgumentRules:
+    """How the audit log treats a tool's arguments, as the MCP server declares it with the tool."""
+
+    personal: frozenset[str] = frozenset()  # customer names or IDs: pseudonymised, IDs indexed
+    free_text: frozenset[str] = frozenset()  # note texts, search patterns: never logged verbatim
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any] | None) -> ArgumentRules:
+        declared = (meta or {}).get(AUDIT_META)
+        if not isinstance(declared, dict):
+            return cls()
+        return cls(
+            *(frozenset(str(a) for a in declared.get(k) or [] if isinstance(a, str)) for k in ("personal", "free_text"))
+        )
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
+    audit: ArgumentRules = ArgumentRules()
 
     def ollama(self) -> dict[str, Any]:
         """The tool as Ollama's `tools[]` entry."""
@@ -152,7 +173,10 @@ class ToolBox:
                 self._reset()
                 if attempt == 2:
                     raise self._down(_describe(exc)) from exc
-        self._tools = [ToolSpec(t.name, t.description or "", dict(t.input_schema)) for t in result.tools]
+        self._tools = [
+            ToolSpec(t.name, t.description or "", dict(t.input_schema), ArgumentRules.from_meta(t.meta))
+            for t in result.tools
+        ]
         self._listed_at = time.monotonic()
         self._check_policy()
         return self._tools
@@ -168,6 +192,10 @@ class ToolBox:
                 hint="a misspelt tool name grants nothing; fix the policy file (AGENT_POLICY_FILE)",
             )
         self._unknown = unknown
+
+    def audit_rules(self, name: str) -> ArgumentRules:
+        """The declared audit rules of a tool from the cached list (no network: used while writing a record)."""
+        return next((t.audit for t in self._tools if t.name == name), ArgumentRules())
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run a tool; an expected tool failure is a ToolResult with is_error, a dead server raises."""

@@ -10,9 +10,10 @@ from typing import Any
 import httpx
 
 from agent.api.app import create_app
-from agent.mcp_client import ToolResult, ToolSpec
+from agent.mcp_client import ArgumentRules, ToolResult, ToolSpec
 from agent.security.audit_check import records
 from agent.security.privacy import Pseudonymizer, fold, result_names
+from agent.security.trail import logged_arguments
 from agent_contract.customers import customer_ids
 from tests.unit.agent.conftest import ScriptedBackend
 from tests.unit.agent.security.test_auth import bearer, env, settings_for
@@ -37,12 +38,16 @@ def test_names_fold_to_one_pseudonym_and_keys_matter() -> None:
     assert Pseudonymizer(None).token("Ayşe Kaya") == "Ayşe Kaya"
 
 
-def test_customer_name_arguments_are_pseudonymised_but_ids_are_kept() -> None:
-    names = Pseudonymizer(b"k" * 32)
-    args, found = names.arguments("musteri_bakiyesi", {"customer": "Ayşe Kaya"})
-    assert args == {"customer": names.token("Ayşe Kaya")} and found == ["Ayşe Kaya"]
-    assert names.arguments("musteri_bakiyesi", {"customer": "C1004"}) == ({"customer": "C1004"}, [])
-    assert names.arguments("islem_hacmi", {"symbol": "EURUSD"}) == ({"symbol": "EURUSD"}, [])
+def test_declared_personal_arguments_are_pseudonymised_but_ids_are_kept() -> None:
+    names, rules = Pseudonymizer(b"k" * 32), ArgumentRules(personal=frozenset({"who"}), free_text=frozenset({"q"}))
+    args, found, ids = logged_arguments({"who": "Ayşe Kaya"}, rules, names)
+    assert args == {"who": names.token("Ayşe Kaya")} and found == ["Ayşe Kaya"] and ids == []
+    assert logged_arguments({"who": "c-1004"}, rules, names) == ({"who": "c-1004"}, [], ["C1004"])
+    assert logged_arguments({"symbol": "EURUSD"}, rules, names) == ({"symbol": "EURUSD"}, [], [])
+    # declared, not guessed: an undeclared argument called `customer` is not treated as a name
+    assert logged_arguments({"customer": "Ayşe Kaya"}, ArgumentRules(), names)[0] == {"customer": "Ayşe Kaya"}
+    (text,) = logged_arguments({"q": "maaş listesi"}, rules, names)[0].values()
+    assert text.startswith("text:") and "maaş" not in text and "(12 chars)" in text
 
 
 def test_names_from_results_are_replaced_in_the_question() -> None:
@@ -59,10 +64,14 @@ class NameBox:
 
     def __init__(self) -> None:
         schema = {"type": "object", "properties": {"customer": {"type": "string"}}, "required": ["customer"]}
-        self.specs = [ToolSpec("musteri_bakiyesi", "balance", schema)]
+        declared = ArgumentRules(personal=frozenset({"customer"}))  # as the MCP server declares it
+        self.specs = [ToolSpec("musteri_bakiyesi", "balance", schema, declared)]
 
     async def list_tools(self, refresh: bool = False) -> list[ToolSpec]:
         return self.specs
+
+    def audit_rules(self, name: str) -> ArgumentRules:
+        return self.specs[0].audit
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         return ToolResult(False, FOUND)

@@ -19,15 +19,16 @@ from fastapi import Depends, FastAPI, Request
 from agent import metrics
 from agent.backends.base import Message
 from agent.errors import AgentError, Unauthorized
-from agent.loop.engine import EXECUTED, Caller, FinalEvent, LoopEvent, ToolCallEvent, ToolResultEvent
+from agent.loop.engine import Caller, LoopEvent
 from agent.loop.tasks import ClientTask
-from agent.mcp_client import identity_var, request_id_var
+from agent.mcp_client import ArgumentRules, identity_var, request_id_var
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.auth import Authenticator, Identity
-from agent.security.privacy import Pseudonymizer, pseudonymizer, result_names
+from agent.security.flood import FLOOD_STATUSES, FloodGate
+from agent.security.privacy import Pseudonymizer, pseudonymizer
 from agent.security.ratelimit import RateLimiter, enforce, make_limiter
+from agent.security.trail import Trail, capped
 from agent.settings import Settings
-from agent_contract.customers import customer_ids
 from agent_contract.headers import Caller as Identified
 from agent_contract.policy import Policy, load_policy
 from agent_contract.secrets import read_secret
@@ -45,6 +46,7 @@ class Security:
     limiter: RateLimiter
     audit: AuditLog
     pseudonyms: Pseudonymizer
+    flood: FloodGate = field(default_factory=FloodGate)
 
     @classmethod
     def build(cls, settings: Settings) -> Security:
@@ -114,49 +116,6 @@ def caller(request: Request) -> Caller:
     return Caller(identity.user, identity.role, policy.checker(identity.role))
 
 
-@dataclass
-class Trail:
-    """What one chat request did, gathered from the loop's events for its audit record."""
-
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)
-    answer_sha256: str | None = None
-    rounds: int = 0
-    grounding: dict[str, Any] | None = None
-    _round: int = 0
-
-    def observe(self, event: LoopEvent, pseudonyms: Pseudonymizer) -> None:
-        if isinstance(event, ToolCallEvent):
-            self._round = event.round
-        elif isinstance(event, ToolResultEvent):
-            arguments, names = pseudonyms.arguments(event.call.name, event.call.arguments)
-            executed = event.outcome in EXECUTED
-            if executed:
-                names += result_names(event.content)
-            self.names += names
-            self.calls.append(
-                {
-                    "name": event.call.name,
-                    "arguments": arguments,
-                    "outcome": event.outcome,
-                    "round": self._round,
-                    "result_chars": len(event.content) if executed else 0,
-                    "result_sha256": hashlib.sha256(event.content.encode()).hexdigest() if executed else None,
-                    "customer_ids": customer_ids(event.content) if executed else [],
-                }
-            )
-        elif isinstance(event, FinalEvent):
-            self.answer_sha256 = hashlib.sha256(event.answer.encode()).hexdigest()
-            self.rounds = event.rounds
-            if event.grounding is not None:  # which figures were not found: the figures only, never the answer
-                g = event.grounding
-                self.grounding = {
-                    "status": g["status"],
-                    "figures": g["figures"],
-                    "ungrounded": [u["text"] for u in g["ungrounded"]],
-                }
-
-
 def _question(conversation: list[Message]) -> str:
     users = [m for m in conversation if m.get("role") == "user"]
     content = users[-1].get("content") if users else ""
@@ -183,11 +142,24 @@ def _base_record(request: Request, status: int, error: str | None) -> dict[str, 
 
 def _write(request: Request, record: dict[str, Any]) -> None:
     request.state.audited = True
+    security: Security = request.app.state.security
+    for summary in security.flood.due():
+        _append(security, summary)
+    _append(security, capped(record))
+
+
+def _append(security: Security, record: dict[str, Any]) -> None:
     try:
-        request.app.state.security.audit.append(record)
+        security.audit.append(record)
     except Exception as exc:  # the answer is already out: make the failure loud (metric, error log) instead
         metrics.AUDIT_FAILURES.inc()
         log.error("audit_write_failed", error=f"{type(exc).__name__}: {exc}")
+
+
+def flush(security: Security) -> None:
+    """Write the summaries of refusal floods still open (at shutdown: nothing counted is lost)."""
+    for summary in security.flood.due(everything=True):
+        _append(security, summary)
 
 
 async def audited(
@@ -199,7 +171,8 @@ async def audited(
 ) -> AsyncIterator[LoopEvent]:
     """Pass the loop's events through and write the request's audit record when it ends, however it ends."""
     security: Security = request.app.state.security
-    trail, status, error = Trail(), 200, None
+    toolbox = getattr(request.app.state, "toolbox", None)
+    trail, status, error = Trail(toolbox.audit_rules if toolbox else lambda name: ArgumentRules()), 200, None
     try:
         async for event in events:
             trail.observe(event, security.pseudonyms)
@@ -243,4 +216,9 @@ def audit_failure(request: Request, exc: AgentError) -> None:
     if getattr(request.state, "audited", False) or not hasattr(request.app.state, "security"):
         return
     if request.url.path in CHAT_PATHS or exc.status in (401, 403):
-        _write(request, _base_record(request, exc.status, exc.code or type(exc).__name__))
+        record = _base_record(request, exc.status, exc.code or type(exc).__name__)
+        security: Security = request.app.state.security
+        if exc.status in FLOOD_STATUSES and not security.flood.admit(str(record["client"]), exc.status):
+            request.state.audited = True  # counted: written in the window's `refusals_suppressed` summary
+            return
+        _write(request, record)

@@ -19,6 +19,7 @@ from agent.api.info import add_info_routes
 from agent.api.middleware import ObserveMiddleware
 from agent.api.render_ollama import OllamaRenderer
 from agent.api.render_openai import OpenAIRenderer
+from agent.api.schema import ChatCompletionRequest, OllamaChatRequest, body_of, install_openapi
 from agent.backends.base import ModelBackend
 from agent.errors import AgentError, BadRequest
 from agent.loop.engine import LoopEvent, ToolLoop
@@ -86,10 +87,15 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
         app.state.tasks = TaskRunner(settings, app.state.backend)
         log.info("api_started", model=settings.ollama_model, backend=settings.model_backend)
         yield
+        access.flush(app.state.security)
         await app.state.toolbox.aclose()
         await app.state.backend.aclose()
 
-    app = FastAPI(title="local-agent", version=__version__, lifespan=lifespan)
+    # No /docs or /redoc (their pages load scripts from a public CDN); the schema is a route behind auth below.
+    app = FastAPI(
+        title="local-agent", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
+    install_openapi(app)
     app.state.settings = settings
     access.install(app, settings)  # before any route: authentication applies to every route declared below
 
@@ -118,7 +124,11 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
             events = loop.run(conversation, model, access.caller(request), request_id_var.get())
         return model, access.audited(request, model, conversation, events, task)
 
-    @app.post("/v1/chat/completions")
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi_schema() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.post("/v1/chat/completions", openapi_extra=body_of(ChatCompletionRequest))
     async def chat_completions(request: Request) -> Response:
         data = await read_json(request, settings.max_body_bytes)
         stream, usage = flag(data, "stream", False), include_usage(data)  # checked before anything is queued
@@ -129,7 +139,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
         chunks = renderer.stream(await _until_disconnect(request, _first(events)), usage)
         return StreamingResponse(chunks, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
-    @app.post("/api/chat")
+    @app.post("/api/chat", openapi_extra=body_of(OllamaChatRequest))
     async def ollama_chat(request: Request) -> Response:
         data = await read_json(request, settings.max_body_bytes)
         stream = flag(data, "stream", True)

@@ -124,10 +124,9 @@ def touches(record: dict[str, Any], customer: str, pseudonyms: Pseudonymizer) ->
         if wanted & set(call.get("customer_ids") or []):
             return True
         values = [v for v in (call.get("arguments") or {}).values() if isinstance(v, str)]
-        if any(v.strip().upper() in wanted or v in wanted for v in values):
+        if any(v in wanted for v in values):  # a pseudonymised name argument the tool received
             return True
-    question = str(record.get("question") or "")
-    return any(w in question or w in question.upper() for w in wanted)
+    return False  # a question that merely mentions a customer is not a look at their data
 
 
 def query(

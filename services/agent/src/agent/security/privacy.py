@@ -3,8 +3,8 @@
 A pseudonym is `name:` + the first 16 hex digits of HMAC-SHA256(PSEUDONYM_KEY, folded name), so the
 same customer gets the same pseudonym in every record (queries still work) while the log alone does not
 name anyone. Whoever holds the key can test a guessed name: keep the key apart from the log.
-Names are recognised where the tools see them: the name arguments of customer tools, and the `name`
-fields of customer tool results; those names are then also replaced in the question text.
+Names are recognised where the tools see them: the arguments a tool declares personal (agent.security.trail)
+and the `name` fields of customer tool results; those names are then also replaced in the question text.
 """
 
 from __future__ import annotations
@@ -18,11 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agent.settings import Settings
-from agent_contract.customers import parse_customer_id
 from agent_contract.secrets import read_secret
-
-# (tool, argument) pairs whose value is a customer's name unless it is a customer ID.
-NAME_ARGUMENTS = frozenset({("musteri_bakiyesi", "customer")})
 
 
 def fold(name: str) -> str:
@@ -44,14 +40,12 @@ class Pseudonymizer:
         digest = hmac.new(self.key, fold(name).encode(), hashlib.sha256).hexdigest()
         return f"name:{digest[:16]}"
 
-    def arguments(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        """Arguments fit for the log, and the names found in them."""
-        out, names = dict(arguments), []
-        for key, value in arguments.items():
-            if (tool, key) in NAME_ARGUMENTS and isinstance(value, str) and parse_customer_id(value) is None:
-                names.append(value.strip())
-                out[key] = self.token(value)
-        return out, names
+    def digest(self, text: str) -> str:
+        """Free text (a note, a search pattern) as its size and a keyed hash: equal texts match, none is readable."""
+        if self.key is None:
+            return f"<{len(text)} chars>"
+        digest = hmac.new(self.key, b"free text\x00" + text.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
+        return f"text:{digest[:16]} ({len(text)} chars)"
 
     def text(self, text: str, names: Iterable[str]) -> str:
         """`text` with every occurrence of the given names (longest first, any case) pseudonymised."""
