@@ -35,6 +35,7 @@ def serve() -> int:
     import uvicorn
 
     from agent_tools.server import create_app
+    from agent_tools.slowclients import deadline_protocol
 
     settings = get_settings()
     configure(settings.log_level, service="mcp-server")
@@ -60,6 +61,7 @@ def serve() -> int:
         log_config=None,
         access_log=False,
         proxy_headers=False,  # request.client stays the socket peer: a client cannot rewrite it with X-Forwarded-For
+        http=deadline_protocol(settings.mcp_request_read_timeout_seconds),  # half-sent requests are cut
         timeout_graceful_shutdown=10,
     )
     return 0

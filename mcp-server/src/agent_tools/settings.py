@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     # Refuse HTTP tool calls that carry no X-Agent-Role (the agent always forwards one). false only for
     # direct development calls; calls that do carry an identity are always checked.
     mcp_require_identity: bool = True
+    # a request (headers and body) must arrive whole this many seconds after its first byte; slower ones are cut
+    mcp_request_read_timeout_seconds: float = Field(default=15.0, gt=0)
 
     @field_validator("mcp_allowed_hosts", "mcp_allowed_origins", mode="before")
     @classmethod

@@ -8,6 +8,7 @@ import structlog
 import uvicorn
 
 from agent.api.app import create_app
+from agent.api.slowclients import deadline_protocol
 from agent.settings import get_settings
 from agent_contract.logs import configure
 
@@ -29,6 +30,7 @@ def main() -> None:
         log_config=None,
         access_log=False,
         proxy_headers=False,  # request.client stays the socket peer; X-Forwarded-For is read only from TRUSTED_PROXIES
+        http=deadline_protocol(settings.request_read_timeout_seconds),  # half-sent requests are cut
         timeout_graceful_shutdown=5,
     )
 

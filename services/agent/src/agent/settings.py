@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     tools_cache_seconds: float = 60.0
     round_timeout_seconds: float = 120.0
     max_body_bytes: int = 1_000_000
+    # a request (headers and body) must arrive whole this many seconds after its first byte; slower ones are cut
+    request_read_timeout_seconds: float = Field(default=15.0, gt=0)
     max_messages: int = 200
 
     # GPU queue (agent.queue.client): "direct" calls Ollama from the API process, "queue" routes rounds through RQ.
