@@ -17,6 +17,7 @@ import structlog
 from fastapi import Depends, FastAPI, Request
 
 from agent import metrics
+from agent.api.trail import Trail, capped
 from agent.backends.base import Message
 from agent.errors import AgentError, Unauthorized
 from agent.loop.engine import Caller, LoopEvent
@@ -27,7 +28,6 @@ from agent.security.auth import Authenticator, Identity
 from agent.security.flood import FLOOD_STATUSES, FloodGate
 from agent.security.privacy import Pseudonymizer, pseudonymizer
 from agent.security.ratelimit import RateLimiter, enforce, make_limiter
-from agent.security.trail import Trail, capped
 from agent.settings import Settings
 from agent_contract.headers import Caller as Identified
 from agent_contract.policy import Policy, load_policy

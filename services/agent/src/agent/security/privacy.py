@@ -3,7 +3,7 @@
 A pseudonym is `name:` + the first 16 hex digits of HMAC-SHA256(PSEUDONYM_KEY, folded name), so the
 same customer gets the same pseudonym in every record (queries still work) while the log alone does not
 name anyone. Whoever holds the key can test a guessed name: keep the key apart from the log.
-Names are recognised where the tools see them: the arguments a tool declares personal (agent.security.trail)
+Names are recognised where the tools see them: the arguments a tool declares personal (agent.api.trail)
 and the `name` fields of customer tool results; those names are then also replaced in the question text.
 """
 
