@@ -2,12 +2,14 @@
 
 Three answers against the same tool results (a deposit summary and a list of 120 transactions, ~16,000
 characters, twice what the model is shown): a grounded English answer, a grounded Turkish one with a
-derived percentage, and one with an invented figure (the slow path: every derivation is tried and fails).
+derived percentage, and one with three invented figures (the slow path: JSON aggregates are built and every
+derivation is tried and fails).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import time
@@ -53,7 +55,8 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     results = tool_results()
     chars = sum(len(text) for _, text in results)
-    print(f"bench-grounding: {n} checks per answer, tool results {chars} characters")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"bench-grounding: {n} checks per answer, tool results {chars} characters, load average {load}")
     for name, answer in answers(results).items():
         verdict = check(answer, results, ["How much was deposited today?"], tools_called=True)
         times = []
@@ -61,7 +64,9 @@ def main() -> None:
             started = time.perf_counter()
             check(answer, results, ["How much was deposited today?"], tools_called=True)
             times.append(time.perf_counter() - started)
-        print(f"  {name:12} {summary_ms(times)}   -> {verdict.status}, {len(verdict.ungrounded)} ungrounded")
+        best = min(times) * 1000
+        print(f"  {name:12} {summary_ms(times)}   min {best:5.2f} ms   -> {verdict.status}, "
+              f"{len(verdict.ungrounded)} ungrounded")  # fmt: skip
 
 
 if __name__ == "__main__":

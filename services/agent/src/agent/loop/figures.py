@@ -169,17 +169,16 @@ _SOURCE_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})|([0-9]{1,2})[./]([0
 
 
 def source_values(text: str) -> tuple[list[float], list[str], list[Date]]:
-    """Distinct numbers (every reading, with the token each came from) and dates of a tool result, in order."""
-    values: list[float] = []
-    tokens: list[str] = []
-    dates: list[Date] = []
-    for token in dict.fromkeys(_SOURCE_TOKEN.findall(text)):
+    """Distinct numbers (every reading, with the token each came from) and dates of a tool result."""
+    tokens = dict.fromkeys(_SOURCE_TOKEN.findall(text))
+    plain = [t for t in tokens if t.isdigit()]  # most JSON numbers: converted in one C-level map
+    values, texts, dates = list(map(float, plain)), plain, []
+    for token in tokens:
         if token.isdigit():
-            values.append(float(token))
-            tokens.append(token)
-        elif token.find(".") > 3 and token.count(".") == 1 and "," not in token and "-" not in token:
+            continue
+        if token.find(".") > 3 and token.count(".") == 1 and "," not in token and "-" not in token:
             values.append(float(token))  # 4137.52: a JSON float, one reading
-            tokens.append(token)
+            texts.append(token)
         elif (date := _SOURCE_DATE.match(token)) is not None:
             y, m, d = (date[1], date[2], date[3]) if date[1] else (date[6], date[5], date[4])
             dates.append((int(y), int(m), int(d)))
@@ -187,8 +186,8 @@ def source_values(text: str) -> tuple[list[float], list[str], list[Date]]:
             for part in token.split("-"):  # TX-1000, 2026-12: pieces, each a number
                 for value, _ in _token_readings(part) if part else ():
                     values.append(value)
-                    tokens.append(part)
-    return values, tokens, dates
+                    texts.append(part)
+    return values, texts, dates
 
 
 def _token_readings(token: str) -> list[tuple[float, int]]:

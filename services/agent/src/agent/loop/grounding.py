@@ -9,15 +9,15 @@ but labelled. Rules, examples and limits: docs/grounding.md. Pure, no I/O; bench
 
 from __future__ import annotations
 
-import json
 import re
 from bisect import bisect_left
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import repeat
 from typing import Any, Literal
 
+from agent.loop.aggregates import aggregates, numbers, parse
 from agent.loop.figures import Date, Figure, scan, source_values
 
 Source = Literal["tool", "derived", "question", "none"]
@@ -89,7 +89,6 @@ class _Pool:
         self.label: dict[float, tuple[str, str]] = {}  # value -> (as written, origin)
         self.dates: dict[Date, str] = {}
         self.values: list[float] = []
-        self.distinct: list[float] = []  # for derivations: the first DERIVATION_POOL distinct values
 
     def add(self, values: list[float], texts: list[str], origin: str) -> None:
         self.raw += values
@@ -109,7 +108,6 @@ class _Pool:
 
     def freeze(self) -> _Pool:
         self.values = sorted(set(self.raw))
-        self.distinct = sorted(list(dict.fromkeys(self.raw))[:DERIVATION_POOL])
         return self
 
     def find(self, value: float, half: float) -> str | None:
@@ -128,52 +126,45 @@ class _Pool:
         return f"{text} ({origin})"
 
 
-_NUMBER = (int, float)
+class _Sources:
+    """The pools one check looks in; the JSON aggregates are built only when a figure is not found directly."""
 
+    def __init__(self, tool_results: Sequence[tuple[str, str]], context: Sequence[str]) -> None:
+        self.results = tool_results
+        self.tools, self.context = _Pool(), _Pool()
+        for name, content in tool_results:
+            self.tools.add_source(content, name)
+        for text in context:
+            self.context.add_text(text, "question")
+        self.tools.freeze(), self.context.freeze()
+        self._aggregates: _Pool | None = None
+        self._derivable: list[float] | None = None
 
-def aggregates(data: Any, path: str = "") -> Iterator[tuple[float, str]]:
-    """Counts, sums and averages a summary is expected to state: list lengths, column totals, value counts."""
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if isinstance(value, dict | list):
-                yield from aggregates(value, key)
-    elif isinstance(data, list) and data:
-        yield float(len(data)), f"number of {path or 'items'}"
-        if type(data[0]) is dict:
-            for column in dict.fromkeys(k for row in data if type(row) is dict for k in row):
-                yield from _column(column, [row[column] for row in data if type(row) is dict and column in row])
-        else:
-            yield from _column(path or "items", data)
+    @cached_property
+    def parsed(self) -> list[tuple[str, Any]]:
+        return [(name, data) for name, content in self.results if (data := parse(content)) is not None]
 
+    @property
+    def aggregates(self) -> _Pool:
+        """Counts, sums and averages of the JSON lists: built only when a figure is not found directly."""
+        if self._aggregates is None:
+            pool = _Pool()
+            for name, data in self.parsed:
+                found = list(aggregates(data))
+                pool.add([abs(v) for v, _ in found], [f"{v:g} = {how}" for v, how in found], name)
+            self._aggregates = pool.freeze()
+        return self._aggregates
 
-def _column(name: str, cells: list[Any]) -> Iterator[tuple[float, str]]:
-    """Aggregates of one column (or list), by the type of its first cell."""
-    first = type(cells[0])
-    if first in _NUMBER:
-        numbers = [float(x) for x in cells if type(x) in _NUMBER]
-        yield sum(numbers), f"sum of {name}"
-        yield sum(numbers) / len(numbers), f"average of {name}"
-    elif first is str or first is bool:
-        counts = Counter(x for x in cells if type(x) is str or type(x) is bool)
-        if len(counts) <= 20:  # a status or a method, not an id: count the rows per value
-            yield from ((float(n), f"rows with {name}={value}") for value, n in counts.items())
-    elif first is dict or first is list:
-        for cell in cells:
-            yield from aggregates(cell, name)
-
-
-def _tool_pool(tool_results: Sequence[tuple[str, str]]) -> _Pool:
-    pool = _Pool()
-    for name, content in tool_results:
-        pool.add_source(content, name)
-        if content[:1] in "{[":
-            try:
-                data = json.loads(content)
-            except ValueError:
-                continue
-            found = list(aggregates(data))
-            pool.add([abs(v) for v, _ in found], [f"{v:g} = {how}" for v, how in found], name)
-    return pool.freeze()
+    @property
+    def derivable(self) -> list[float]:
+        """What derivations combine: JSON numbers (not id digits) and the numbers of plain-text results."""
+        if self._derivable is None:
+            found = [n for _, data in self.parsed for n in numbers(data)]
+            plain = [content for _, content in self.results if parse(content) is None]
+            found += [v for text in plain for v in source_values(text)[0]]
+            found = found or self.context.raw
+            self._derivable = sorted(list(dict.fromkeys(found))[:DERIVATION_POOL])
+        return self._derivable
 
 
 def _derived(pool: list[float], value: float, half: float, percent: bool) -> str:
@@ -198,28 +189,20 @@ def _percent_of(pool: list[float], value: float, half: float) -> str:
 
 
 def _pair_sum(xs: list[float], lo: float, hi: float) -> tuple[float, float] | None:
-    i, j = 0, len(xs) - 1
-    while i < j:
-        total = xs[i] + xs[j]
-        if total < lo:
-            i += 1
-        elif total > hi:
-            j -= 1
-        else:
-            return xs[i], xs[j]
+    for i, x in enumerate(xs):  # a bisection per value (C) beats a two-pointer walk in Python
+        if 2 * x > hi:
+            break
+        j = bisect_left(xs, lo - x, i + 1)
+        if j < len(xs) and xs[j] <= hi - x:
+            return x, xs[j]
     return None
 
 
 def _pair_difference(xs: list[float], lo: float, hi: float) -> tuple[float, float] | None:
-    i, j = 0, 1
-    while j < len(xs):
-        gap = xs[j] - xs[i]
-        if gap < lo or i == j:
-            j += 1
-        elif gap > hi:
-            i += 1
-        else:
-            return xs[i], xs[j]
+    for i, x in enumerate(xs):
+        j = bisect_left(xs, x + lo, i + 1)
+        if j < len(xs) and xs[j] <= x + hi:
+            return x, xs[j]
     return None
 
 
@@ -232,18 +215,24 @@ def _pair_ratio(xs: list[float], lo: float, hi: float) -> tuple[float, float] | 
     return None
 
 
-def _check(figure: Figure, tools: _Pool, context: _Pool) -> Check:
+def _check(figure: Figure, sources: _Sources) -> Check:
+    tools, context = sources.tools, sources.context
     if figure.date is not None:
         return _check_date(figure, tools, context)
     direct = figure.readings
     if figure.kind == "percent":  # 12.5% also matches the ratio a tool may return: 0.125
         direct += tuple((v / 100, h / 100) for v, h in figure.readings)
-    for pool, source in ((tools, "tool"), (context, "question")):
-        for value, half in direct:
-            if (origin := pool.find(value, half)) is not None:
-                return Check(figure, source, origin)  # type: ignore[arg-type]
+    for value, half in direct:
+        if (origin := tools.find(value, half)) is not None:
+            return Check(figure, "tool", origin)
+    for value, half in direct:
+        if (origin := context.find(value, half)) is not None:
+            return Check(figure, "question", origin)
+    for value, half in direct:
+        if (origin := sources.aggregates.find(value, half)) is not None:
+            return Check(figure, "tool", origin)
     for value, half in figure.readings:
-        if how := _derived(tools.distinct or context.distinct, abs(value), half, figure.kind == "percent"):
+        if how := _derived(sources.derivable, abs(value), half, figure.kind == "percent"):
             return Check(figure, "derived", how)
     return Check(figure, "none", nearest=tools.nearest(figure.readings[0][0]))
 
@@ -274,16 +263,13 @@ def check(
 
     `question` (the last user message) only decides whether an answer without figures dropped the one asked for.
     """
-    tools, ctx = _tool_pool(tool_results), _Pool()
-    for text in context:
-        ctx.add_text(text, "question")
-    ctx = ctx.freeze()
+    sources = _Sources(tool_results, context)
     checks: list[Check] = []
     exempt: list[Figure] = []
     for figure in scan(answer):
         if figure.exempt is None:
-            checks.append(_check(figure, tools, ctx))
+            checks.append(_check(figure, sources))
         else:
             exempt.append(figure)
     asked = bool(ASKS_FOR_FIGURE.search(question))
-    return Grounding(checks, exempt, tools_called, len(tools.values), asked)
+    return Grounding(checks, exempt, tools_called, len(sources.tools.values), asked)
