@@ -163,3 +163,10 @@ def test_an_answer_that_drops_the_asked_figure_is_its_own_signal() -> None:
     verdict = check("Deposits were made today.", TOOLS, [], tools_called=True, question="How much was deposited?")
     assert verdict.status == "figure_dropped" and verdict.tool_figures > 0
     assert check("Deposits were made.", TOOLS, [], tools_called=True, question="Any news?").status == "no_figures"
+
+
+def test_derivations_use_numbers_in_prose_but_not_ids() -> None:
+    file = json.dumps({"path": "d.txt", "content": "Total 12345.67 USD, card 10000.00 USD."})
+    assert check("Card was 81% of it.", [("dosya_oku", file)], [], tools_called=True).status == "grounded"
+    ids = json.dumps([{"id": f"TX-{1000 + i}"} for i in range(50)])
+    assert check("98.76% were verified.", [("tx", ids)], [], tools_called=True).status == "ungrounded"

@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from agent.loop.figures import source_values
+
 
 def parse(content: str) -> Any:
     """The JSON value of a tool result, or None when it is not JSON."""
@@ -24,7 +26,8 @@ def parse(content: str) -> Any:
 
 
 def numbers(data: Any) -> Iterator[float]:
-    """Every number of a JSON value (not the digits inside its strings, such as ids: those are labels)."""
+    """Every number of a JSON value, and those of its prose strings (a file's text); not the digits of one-word
+    strings such as ids (`TX-1032`) or timestamps: those are labels, not figures."""
     if type(data) is dict:
         data = data.values()
     for item in data:
@@ -33,6 +36,8 @@ def numbers(data: Any) -> Iterator[float]:
             yield abs(float(item))
         elif kind is dict or kind is list:
             yield from numbers(item)
+        elif kind is str and " " in item:
+            yield from source_values(item)[0]
 
 
 _NUMBER = (int, float)
