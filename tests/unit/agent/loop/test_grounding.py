@@ -155,14 +155,17 @@ def test_dates(text: str, date: tuple[int, int, int]) -> None:
     assert figure.date == date
 
 
-def test_times_of_day_are_not_figures() -> None:
-    assert scan("at 09:14 and 23:59:01") == []
+def test_times_of_day_are_not_checked() -> None:
+    assert [f.exempt for f in scan("at 09:14 and 23:59:01")] == ["time", "time"]
 
 
 def test_an_answer_that_drops_the_asked_figure_is_its_own_signal() -> None:
     verdict = check("Deposits were made today.", TOOLS, [], tools_called=True, question="How much was deposited?")
     assert verdict.status == "figure_dropped" and verdict.tool_figures > 0
     assert check("Deposits were made.", TOOLS, [], tools_called=True, question="Any news?").status == "no_figures"
+    clock = check("Saat 14:05.", [("sistem_bilgisi", '{"time": "14:05:00"}')], [], tools_called=True,
+                  question="Saat kaç?")  # fmt: skip
+    assert clock.status == "no_figures"  # a time is an answer to "kaç", just not a checked figure
 
 
 def test_derivations_use_numbers_in_prose_but_not_ids() -> None:

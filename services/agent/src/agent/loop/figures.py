@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Kind = Literal["count", "amount", "percent", "number", "date"]
-Exempt = Literal["year", "ordinal", "list", "small", "label"] | None
+Exempt = Literal["year", "ordinal", "list", "small", "label", "time"] | None
 Reading = tuple[float, float]  # (value, half of the last shown unit: the rounding tolerance)
 Date = tuple[int, int, int]  # (year or 0 when not written, month, day or 0 for a whole month)
 
@@ -66,12 +66,14 @@ class Figure:
 
 
 def scan(text: str) -> list[Figure]:
-    """Every figure in `text`, in order; times of day are skipped (not checked, see docs/grounding.md)."""
+    """Every figure in `text`, in order; times of day are exempt (not checked, see docs/grounding.md)."""
     figures: list[Figure] = []
     for m in PATTERN.finditer(text):
         if m.group("num") is not None:
             figures.append(_number(text, m))
-        elif m.group("time") is None:
+        elif m.group("time") is not None:
+            figures.append(Figure(m.group(0), "number", exempt="time"))
+        else:
             figures.append(_date(m))
     return figures
 

@@ -58,8 +58,8 @@ class Grounding:
 
     @property
     def status(self) -> Status:
-        if not self.checks:
-            dropped = self.asked_for_figure and self.tool_figures and self.tools_called
+        if not self.checks:  # dropped: not a single number, not even a time or a small count
+            dropped = self.asked_for_figure and self.tool_figures and self.tools_called and not self.exempt
             return "figure_dropped" if dropped else "no_figures"
         if not self.ungrounded:
             return "grounded"
