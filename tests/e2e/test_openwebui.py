@@ -1,9 +1,10 @@
 """A real Open WebUI (PyPI, pinned, cached venv from scripts/webui-venv) in front of the agent, on loopback.
 
 Two Open WebUI users chat through the agent's Ollama connection with the front-end key, the way the `webui`
-compose profile wires it (forwarded user headers, offline settings). Driven through Open WebUI's own HTTP API
-(the endpoints its web page calls), not a browser: the answer streams with the footer, the audit log names
-each user with the role the policy maps them to, and Open WebUI's title task reaches the model with no tools.
+compose profile wires it (forwarded user headers, offline settings). Driven twice on one Open WebUI process:
+through its HTTP API (the endpoints its page calls), then through the page in headless Debian Chromium (sign-in
+form, chat box). Both times the answer carries the footer, the audit log names each user with the role the
+policy maps them to, and Open WebUI's background tasks reach the model with no tools.
 """
 
 from __future__ import annotations
@@ -21,10 +22,14 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
 
 from agent.security.auth import add_key
 from tests.e2e.stack import REPO
-from tests.support.procs import free_port, running
+from tests.support.browser import chromium, keep_evidence, missing, wait_for
+from tests.support.procs import free_port, running, wait_until
 
 pytestmark = pytest.mark.e2e
 POLICY = REPO / "contract/src/agent_contract/policy.yaml"
@@ -45,6 +50,8 @@ CLOCK = {
     "when": {"user_contains": "saat", "last_role": "user", "has_tools": True},
     "reply": {"tool_calls": [{"name": "sistem_bilgisi", "arguments": {}}]},
 }
+
+ANSWER = {"content": "Saat 14:05, sunucu saatine göre.", "token_delay": 0.05}
 
 
 @dataclass
@@ -99,6 +106,7 @@ def front(webui_bin: Path) -> Iterator[Front]:
         "ENABLE_OPENAI_API": "false",
         "ENABLE_FORWARD_USER_INFO_HEADERS": "true",
         "BYPASS_MODEL_ACCESS_CONTROL": "true",  # every signed-in user may use the agent's models
+        "DEFAULT_MODELS": "qwen3:4b",  # the chat page opens on the agent's model
     }
     with (
         running([sys.executable, "-m", "tests.fakes.fake_ollama", "--port", str(o_port)], ready_url=f"{fake}/"),
@@ -111,23 +119,30 @@ def front(webui_bin: Path) -> Iterator[Front]:
             timeout=300,
         ),
     ):
-        httpx.post(f"{fake}/_fake/script", json={"rules": [CLOCK], "default": {"content": "Saat 14:05."}})
+        httpx.post(f"{fake}/_fake/script", json={"rules": [CLOCK], "default": ANSWER})
         yield Front(webui, fake, tmp / "audit" / "audit.jsonl")
 
 
-def sign_in(front: Front) -> dict[str, str]:
-    """The first account is Open WebUI's admin (ayse), who adds mehmet as a plain user: both sign in."""
+@pytest.fixture(scope="module")
+def accounts(front: Front) -> dict[str, str]:
+    """The first account is Open WebUI's admin (ayse), who adds mehmet as a plain user: email -> password."""
+    passwords = {"ayse@corp.example": "pw-1", "mehmet@corp.example": "pw-2"}
+    with httpx.Client(base_url=front.webui, timeout=60) as http:
+        first = {"name": "ayse", "email": "ayse@corp.example", "password": passwords["ayse@corp.example"]}
+        token = http.post("/api/v1/auths/signup", json=first).raise_for_status().json()["token"]
+        admin = {"Authorization": f"Bearer {token}"}
+        user = {"name": "mehmet", "email": "mehmet@corp.example", "password": passwords["mehmet@corp.example"]}
+        http.post("/api/v1/auths/add", json=user | {"role": "user"}, headers=admin).raise_for_status()
+    return passwords
+
+
+def sign_in(front: Front, accounts: dict[str, str]) -> dict[str, str]:
+    """Both users sign in through Open WebUI's API: email -> session token."""
     tokens: dict[str, str] = {}
     with httpx.Client(base_url=front.webui, timeout=60) as http:
-        first = http.post(
-            "/api/v1/auths/signup", json={"name": "ayse", "email": "ayse@corp.example", "password": "pw-1"}
-        )
-        tokens["ayse@corp.example"] = first.raise_for_status().json()["token"]
-        admin = {"Authorization": f"Bearer {tokens['ayse@corp.example']}"}
-        user = {"name": "mehmet", "email": "mehmet@corp.example", "password": "pw-2", "role": "user"}
-        http.post("/api/v1/auths/add", json=user, headers=admin).raise_for_status()
-        signin = http.post("/api/v1/auths/signin", json={"email": user["email"], "password": user["password"]})
-        tokens["mehmet@corp.example"] = signin.raise_for_status().json()["token"]
+        for email, password in accounts.items():
+            signin = http.post("/api/v1/auths/signin", json={"email": email, "password": password})
+            tokens[email] = signin.raise_for_status().json()["token"]
     return tokens
 
 
@@ -144,13 +159,36 @@ def stream_chat(front: Front, token: str) -> list[str]:
     return chunks
 
 
-def records(front: Front) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in front.audit.read_text().splitlines()]
+def records(front: Front, since: int = 0) -> list[dict[str, Any]]:
+    lines = front.audit.read_text().splitlines() if front.audit.exists() else []
+    return [json.loads(line) for line in lines[since:]]
 
 
-def test_two_open_webui_users_are_two_agent_users_and_tasks_get_no_tools(front: Front) -> None:
-    tokens = sign_in(front)
-    for email, token in tokens.items():
+def sent(front: Front, since: int = 0) -> list[dict[str, Any]]:
+    """The model requests the fake received (since the `since`-th)."""
+    requests: list[dict[str, Any]] = httpx.get(f"{front.fake}/_fake/requests", timeout=10).json()
+    return requests[since:]
+
+
+def check_two_users(front: Front, audit_mark: int, sent_mark: int) -> list[dict[str, Any]]:
+    """Both users audited apart with their policy roles, their client tasks too; returns the task rounds."""
+    chats = [r for r in records(front, audit_mark) if r.get("kind") == "chat"]
+    assert {(r["user"], r["role"], r["via"]) for r in chats} == {
+        ("ayse@corp.example", "support", "openwebui"),  # Open WebUI's admin: still only the policy's role
+        ("mehmet@corp.example", "operations", "openwebui"),
+    }
+    tasks = [r for r in records(front, audit_mark) if r.get("kind") == "client_task"]
+    assert {r["user"] for r in tasks} == set(USERS) and all(r["question"] is None for r in tasks), tasks
+    task_rounds = [r for r in sent(front, sent_mark) if r["messages"][0]["content"].startswith("### Task")]
+    assert task_rounds and all("tools" not in r for r in task_rounds), task_rounds
+    return task_rounds
+
+
+def test_two_open_webui_users_are_two_agent_users_and_tasks_get_no_tools(
+    front: Front, accounts: dict[str, str]
+) -> None:
+    audit_mark, sent_mark = len(records(front)), len(sent(front))
+    for email, token in sign_in(front, accounts).items():
         models = httpx.get(f"{front.webui}/api/models", headers={"Authorization": f"Bearer {token}"}, timeout=60)
         assert "qwen3:4b" in [m["id"] for m in models.json()["data"]], models.text  # the page loads them first
         chunks = stream_chat(front, token)
@@ -162,13 +200,55 @@ def test_two_open_webui_users_are_two_agent_users_and_tasks_get_no_tools(front: 
             timeout=120,
         )
         assert title.status_code == 200, title.text
-    chats = [r for r in records(front) if r.get("kind") == "chat"]
-    assert {(r["user"], r["role"], r["via"]) for r in chats} == {
-        ("ayse@corp.example", "support", "openwebui"),  # Open WebUI's admin: still only the policy's role
-        ("mehmet@corp.example", "operations", "openwebui"),
-    }
-    tasks = [r for r in records(front) if r.get("kind") == "client_task"]
-    assert sorted(r["user"] for r in tasks) == sorted(USERS) and all(r["question"] is None for r in tasks)
-    sent = httpx.get(f"{front.fake}/_fake/requests", timeout=10).json()
-    task_rounds = [r for r in sent if r["messages"] and r["messages"][0]["content"].startswith("### Task")]
-    assert len(task_rounds) == 2 and all("tools" not in r for r in task_rounds)
+    assert len(check_two_users(front, audit_mark, sent_mark)) == len(USERS)
+
+
+def page_text(page: WebDriver) -> str:
+    return str(page.find_element(By.TAG_NAME, "body").text)
+
+
+def log_in(page: WebDriver, webui: str, email: str, password: str) -> None:
+    """Through Open WebUI's sign-in form, as a person would; ends on the chat page."""
+    page.get(f"{webui}/auth")
+    wait_for(page, lambda p: p.find_element(By.CSS_SELECTOR, "input[type=email]"), 90, "the sign-in form")
+    page.find_element(By.CSS_SELECTOR, "input[type=email]").send_keys(email)
+    page.find_element(By.CSS_SELECTOR, "input[type=password]").send_keys(password)
+    page.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait_for(page, lambda p: p.find_element(By.ID, "chat-input").is_displayed(), 90, "the chat box")
+
+
+def focus_chat_box(page: WebDriver) -> bool:
+    """Close the "What's New" notes a new account gets (they cover the page), then click into the chat box."""
+    for notes in page.find_elements(By.XPATH, '//button[contains(., "Okay, Let\'s Go!")]'):
+        notes.click()
+    page.find_element(By.ID, "chat-input").click()  # raises (and is retried) while something covers it
+    return True
+
+
+def ask_in_page(page: WebDriver, question: str) -> str:
+    """Type into the chat box and send; returns the page text once the answer's footer is there."""
+    wait_for(page, focus_chat_box, 60, "a clickable chat box")
+    page.find_element(By.ID, "chat-input").send_keys(question, Keys.ENTER)
+    wait_for(page, lambda p: "Tools used: sistem_bilgisi" in page_text(p), 120, "the answer with its footer")
+    return page_text(page)
+
+
+def test_two_users_chat_through_the_page_in_headless_chromium(
+    front: Front, accounts: dict[str, str], tmp_path: Path
+) -> None:
+    if why := missing():
+        pytest.fail(why)
+    audit_mark, sent_mark = len(records(front)), len(sent(front))
+    for email, password in accounts.items():
+        with chromium(tmp_path / "profile") as page:
+            try:
+                log_in(page, front.webui, email, password)
+                shown = ask_in_page(page, "Saat kaç?")
+            except Exception:
+                print(f"evidence: {keep_evidence(page, tmp_path, email.split('@')[0])}")
+                raise
+        assert "Saat 14:05, sunucu saatine göre." in shown, shown
+    # Open WebUI asks for the chat's title after the answer, in the background: wait for both users' tasks.
+    tasks = lambda: {r["user"] for r in records(front, audit_mark) if r.get("kind") == "client_task"}  # noqa: E731
+    wait_until(lambda: tasks() >= set(USERS), 120, what="a background task of each user in the audit log")
+    check_two_users(front, audit_mark, sent_mark)
