@@ -111,7 +111,7 @@ def front(webui_bin: Path) -> Iterator[Front]:
     with (
         running([sys.executable, "-m", "tests.fakes.fake_ollama", "--port", str(o_port)], ready_url=f"{fake}/"),
         running(["mcp-server"], env=mcp_env, ready_url=f"http://127.0.0.1:{m_port}/healthz", timeout=60),
-        running(["agent-api"], env=agent_env, ready_url=f"{agent}/healthz"),
+        running(["agent-api"], env=agent_env, ready_url=f"{agent}/healthz", timeout=90),  # slow on a loaded box
         running(
             [str(webui_bin), "serve", "--host", "127.0.0.1", "--port", str(w_port)],
             env=webui_env,
