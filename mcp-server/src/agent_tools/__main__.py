@@ -6,9 +6,12 @@ import argparse
 import datetime as dt
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import NoReturn
 
 import psycopg
 import structlog
+from pydantic import ValidationError
 
 from agent_contract.logs import configure
 from agent_tools import demo
@@ -20,8 +23,23 @@ Configured by environment variables (MCP_HOST, MCP_PORT, MCP_TOKEN, MCP_ALLOWED_
 DATA_DIR, REPORTS_DB_URL, MCP_TIMEZONE/TZ); see mcp-server/README.md."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """A wrong invocation is one line and exit 2 (argparse prints the whole usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see mcp-server --help)\n")
+
+
+def _version() -> str:
+    try:
+        return version("agent-tools")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcp-server", description=DESCRIPTION)
+    parser = _Parser(prog="mcp-server", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"mcp-server (local-agent) {_version()}")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("serve", help="serve the tools (the default when no command is given)")
     load = sub.add_parser("load-demo", help="create the demo reports schema and rows in a database")
@@ -93,9 +111,15 @@ def load_demo(db_url: str, day: str | None, replace: bool) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "load-demo":
-        return load_demo(args.db_url, args.date, args.replace)
-    return serve()
+    try:
+        if args.command == "load-demo":
+            return load_demo(args.db_url, args.date, args.replace)
+        return serve()
+    except ValidationError as exc:  # a variable that does not parse (MCP_PORT=abc): the user's to fix
+        first = exc.errors()[0]
+        name = "_".join(str(p) for p in first.get("loc", ())).upper()
+        print(f"mcp-server: invalid setting {name}={first.get('input')!r}: {first.get('msg')}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,19 +1,24 @@
-"""`agent-api`: serve the agent's HTTP API with uvicorn."""
+"""`agent-api`: serve the agent's HTTP API with uvicorn (settings from the environment)."""
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Sequence
 
-import structlog
-import uvicorn
+from agent import cli
 
-from agent.api.app import create_app
-from agent.api.slowclients import deadline_protocol
-from agent.settings import get_settings
-from agent_contract.logs import configure
+DESCRIPTION = """Serve the OpenAI- and Ollama-compatible agent API. Configured by environment variables
+(AGENT_HOST, AGENT_PORT, OLLAMA_URL, OLLAMA_MODEL, MCP_URL, MODEL_BACKEND, ...): docs/configuration.md."""
 
 
-def main() -> None:
+def serve() -> int:
+    import structlog
+    import uvicorn  # imported only to serve: `--help` and `--version` start nothing
+
+    from agent.api.app import create_app
+    from agent.api.slowclients import deadline_protocol
+    from agent.settings import get_settings
+    from agent_contract.logs import configure
+
     settings = get_settings()
     configure(settings.log_level)
     try:
@@ -21,8 +26,7 @@ def main() -> None:
         app = create_app(settings)
     except ValueError as exc:  # PolicyError, SecretFileError, an unreadable audit key: the message says which
         structlog.get_logger("agent").error("config_refused", error=str(exc))
-        print(f"agent-api: {exc}", file=sys.stderr)
-        sys.exit(2)
+        raise cli.UsageError(str(exc)) from exc
     uvicorn.run(
         app,
         host=settings.agent_host,
@@ -33,7 +37,13 @@ def main() -> None:
         http=deadline_protocol(settings.request_read_timeout_seconds),  # half-sent requests are cut
         timeout_graceful_shutdown=5,
     )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    cli.parser("agent-api", DESCRIPTION).parse_args(argv)
+    return cli.run("agent-api", serve)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -64,7 +64,7 @@ def test_keys_add_list_revoke_and_bootstrap(admin: Callable[..., Result], tmp_pa
     assert key not in (tmp_path / "keys.yaml").read_text()
     assert run("keys", "revoke", "carol").returncode == 0
     assert "carol" not in run("keys", "list").stdout
-    assert run("keys", "revoke", "carol").returncode == 1
+    assert run("keys", "revoke", "carol").returncode == 2  # a user mistake: one line, exit 2
 
 
 def test_audit_verify_names_the_first_bad_line_and_query_answers_who(

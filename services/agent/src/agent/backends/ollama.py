@@ -32,7 +32,11 @@ NS = 1e9
 
 
 def pull_hint(model: str) -> str:
-    return f"run `docker compose exec ollama ollama pull {model}` (or `ollama pull {model}` on the Ollama host)"
+    # The serving `ollama` container has no way out (internal network): only the ollama-pull service may download.
+    return (
+        f"run `OLLAMA_PULL_MODELS={model} docker compose run --rm ollama-pull` in the compose stack "
+        f"(or `ollama pull {model}` where Ollama runs)"
+    )
 
 
 def _error_for(status: int, text: str, request: RoundRequest, url: str) -> AgentError:
@@ -151,6 +155,24 @@ async def ollama_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
     except (httpx.HTTPError, ValueError) as exc:
         return ModelStatus(False, detail=f"Ollama unreachable at {url}: {type(exc).__name__}")
     return ModelStatus(True, [m.get("name", "") for m in tags.get("models", [])], version)
+
+
+def has_model(models: list[str], wanted: str) -> bool:
+    """Ollama lists `llama3` as `llama3:latest`: a name without a tag means that one."""
+    full = wanted if ":" in wanted else f"{wanted}:latest"
+    return wanted in models or full in models
+
+
+async def warm_up(http: httpx.AsyncClient, url: str, model: str, options: dict[str, Any]) -> tuple[bool, str]:
+    """Load the model with exactly the options real rounds send (another num_ctx would reload it)."""
+    body = {"model": model, "messages": [], "stream": False, "options": options}
+    try:
+        resp = await http.post(f"{url}/api/chat", json=body)
+    except httpx.HTTPError as exc:
+        return False, f"warm-up failed: {type(exc).__name__}"
+    if resp.status_code != 200:
+        return False, f"warm-up failed: HTTP {resp.status_code} {resp.text[:200]}"
+    return True, "ready"
 
 
 class OllamaBackend:

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agent import cli
 from agent.eval.compare import compare
-from agent.eval.errors import EvalError
+from agent.eval.errors import AllRequestsFailed, EvalError
 from agent.eval.questions import QuestionSet, load_questions
 from agent.eval.records import Record, Run, load_run
 from agent.eval.report import render_comparison, render_run, render_summary
@@ -27,7 +28,7 @@ MARKS = {"correct": "ok", "request_failed": "ERROR"}
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="agent-eval", description="Tool-selection benchmark for local-agent.")
+    p = cli.parser("agent-eval", "Tool-selection benchmark for local-agent.")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="ask a question set and score the tools the model called")
     run.add_argument(
@@ -93,6 +94,13 @@ def _headline(run: Run, path: Path) -> str:
     )
 
 
+def _all_failed(run: Run, path: Path) -> None:
+    """A run where no request got an answer measured nothing: say so and exit 2, never a quiet 0."""
+    errors = [r.error for r in run.records if r.error]
+    if run.records and len(errors) == len(run.records):
+        raise AllRequestsFailed(run.meta["model"], len(errors), str(errors[0]), str(path))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise EvalError("--repeat must be at least 1")
@@ -118,6 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             run.save(out / f"{slug(model)}.json")
             (out / f"{slug(model)}.md").write_text(render_run(run) + "\n", encoding="utf-8")
             print(_headline(run, out / f"{slug(model)}.json"))
+            _all_failed(run, out / f"{slug(model)}.json")
             runs.append(run)
     finally:
         client.close()
@@ -159,11 +168,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     commands = {"run": cmd_run, "compare": cmd_compare, "check": cmd_check, "report": cmd_report}
-    try:
-        return int(commands[args.command](args))
-    except EvalError as exc:
-        print(f"agent-eval: {exc}", file=sys.stderr)
-        return 2
+
+    def body() -> int:
+        try:
+            return int(commands[args.command](args))
+        except EvalError as exc:
+            raise cli.UsageError(str(exc)) from exc
+
+    return cli.run("agent-eval", body)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from agent.eval.errors import AgentUnreachable
+from agent.eval.errors import AgentRefused, AgentUnreachable
 from agent.eval.questions import QuestionSet
 from agent.eval.records import Call, Record, Run
 from agent.eval.scoring import judge, score
@@ -50,6 +50,8 @@ class AgentClient:
             resp = self.http.get(url)
         except httpx.TransportError as exc:
             raise AgentUnreachable(url, f"{type(exc).__name__}: {exc}") from exc
+        if resp.status_code in (401, 403):  # "cannot reach" would send the operator after the wrong problem
+            raise AgentRefused(url, resp.status_code, _error_text(resp).partition(": ")[2])
         if resp.status_code != 200:
             return None
         try:

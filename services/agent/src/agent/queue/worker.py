@@ -9,7 +9,6 @@ and writes this worker's status (model present, Ollama version, heartbeat) to Re
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -30,11 +29,13 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
+from agent import cli
 from agent.backends.engine import engine_status
 from agent.backends.models import has_model
-from agent.backends.ollama import pull_hint
+from agent.backends.ollama import pull_hint, warm_up
 from agent.metrics import GPU_BUSY, MODEL_PRESENT, OLLAMA_UP
 from agent.queue import jobs, keys
+from agent.queue.registry import redacted
 from agent.queue.rq_adapter import gpu_worker
 from agent.settings import Settings, get_settings
 from agent_contract.logs import configure
@@ -126,22 +127,16 @@ class StatusReporter:
             await self.warm_up()
 
     async def warm_up(self) -> None:
-        """Load the model with exactly the options real rounds send (another num_ctx would reload it)."""
         settings = self.rt.settings
-        body = {"model": settings.ollama_model, "messages": [], "stream": False, "options": settings.round_options()}
         started = time.monotonic()
-        try:
-            resp = await self.rt.http.post(f"{self.rt.ollama_url}/api/chat", json=body)
-            warmed = resp.status_code == 200
-            detail = "ready" if warmed else f"warm-up failed: HTTP {resp.status_code} {resp.text[:200]}"
-        except httpx.HTTPError as exc:
-            warmed, detail = False, f"warm-up failed: {type(exc).__name__}"
+        options = settings.round_options()
+        warmed, detail = await warm_up(self.rt.http, self.rt.ollama_url, settings.ollama_model, options)
         self.status.update(warmed=warmed, detail=detail)
         log.info(
             "model_warmed" if warmed else "model_warm_up_failed",
             model=settings.ollama_model,
             seconds=round(time.monotonic() - started, 3),
-            options=settings.round_options(),
+            options=options,
             detail=detail,
         )
 
@@ -166,12 +161,28 @@ def worker_id(settings: Settings) -> str:
     return f"{settings.gpu_id}.{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:6]}"
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="agent-worker", description=__doc__.splitlines()[0])
-    parser.add_argument("--burst", action="store_true", help="exit once the queues are empty (tests, benches)")
-    args = parser.parse_args(argv)
+def _connect(settings: Settings) -> Redis:
+    """The RQ connection, checked once: Redis down at start is one line naming the URL, not a traceback."""
+    conn = Redis.from_url(
+        settings.redis_url,
+        socket_connect_timeout=2,
+        health_check_interval=30,
+        retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
+    )
+    try:
+        conn.ping()
+    except RedisError as exc:
+        raise cli.UsageError(
+            f"Redis unreachable at {redacted(settings.redis_url)} ({type(exc).__name__}: {exc}); "
+            "start Redis or fix REDIS_URL (compose: `docker compose ps redis`)"
+        ) from exc
+    return conn
+
+
+def work(burst: bool) -> int:
     settings = get_settings()
     configure(settings.log_level, service="agent-worker")
+    conn = _connect(settings)
     start_http_server(settings.worker_metrics_port, addr=settings.worker_metrics_host)
     GPU_BUSY.labels(settings.gpu_id).set(0)
     wid = worker_id(settings)
@@ -179,12 +190,6 @@ def main(argv: list[str] | None = None) -> None:
     jobs.install_runtime(rt)
     reporter = StatusReporter(rt)
     status_task = asyncio.run_coroutine_threadsafe(reporter.run(), rt.loop)
-    conn = Redis.from_url(
-        settings.redis_url,
-        socket_connect_timeout=2,
-        health_check_interval=30,
-        retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
-    )
     worker = gpu_worker(conn, wid)
     log.info(
         "worker_started",
@@ -196,13 +201,21 @@ def main(argv: list[str] | None = None) -> None:
     )
     try:
         rq_level = "DEBUG" if settings.log_level.upper() == "DEBUG" else "WARNING"
-        worker.work(burst=args.burst, logging_level=rq_level)
+        worker.work(burst=burst, logging_level=rq_level)
     finally:
         status_task.cancel()
         asyncio.run_coroutine_threadsafe(reporter.withdraw(), rt.loop).result(timeout=5)
         jobs.install_runtime(None)
         log.info("worker_stopped", worker=wid)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = cli.parser("agent-worker", __doc__.splitlines()[0])
+    parser.add_argument("--burst", action="store_true", help="exit once the queues are empty (tests, benches)")
+    args = parser.parse_args(argv)
+    return cli.run("agent-worker", lambda: work(args.burst))
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
+from agent import cli
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.audit_check import query, verify
 from agent.security.auth import add_key, key_hash, read_keys, revoke_key
@@ -19,10 +23,14 @@ from agent_contract.policy import PolicyError, load_policy
 from agent_contract.secrets import read_secret
 
 FIRST_KEY_BANNER = "=" * 72
+T = TypeVar("T")
+ANCHOR = re.compile(r"^(\d+):([0-9a-f]{64})$")
+# Keys are written through the one-shot keys-init service: agent-api mounts the keys volume read-only.
+READ_ONLY_HINT = "in the compose stack run it through keys-init: docker compose run --rm keys-init agent-admin keys ..."
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agent-admin", description=__doc__)
+    parser = cli.parser("agent-admin", __doc__)
     sub = parser.add_subparsers(dest="area", required=True)
     keys = sub.add_parser("keys", help="API keys (AGENT_KEYS_FILE)").add_subparsers(dest="action", required=True)
     add = keys.add_parser("add", help="create a key and print it once")
@@ -64,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
 def _keys_file(settings: Settings, override: Path | None) -> Path:
     path = override or settings.agent_keys_file
     if path is None:
-        raise SystemExit("agent-admin: set AGENT_KEYS_FILE (or pass --keys-file)")
+        raise cli.UsageError("set AGENT_KEYS_FILE (or pass --keys-file)")
     return path
 
 
@@ -77,10 +85,11 @@ def keys_command(args: argparse.Namespace, settings: Settings) -> int:
         try:
             roles = load_policy(settings.agent_policy_file).roles
         except PolicyError as exc:
-            raise SystemExit(f"agent-admin: {exc}") from exc
+            raise cli.UsageError(str(exc)) from exc
         if args.role not in roles:
-            raise SystemExit(f"agent-admin: role {args.role!r} is not in the policy ({', '.join(roles)})")
-        key = add_key(path, args.name, args.role, frontend=bool(getattr(args, "frontend", False)))
+            raise cli.UsageError(f"role {args.role!r} is not in the policy ({', '.join(roles)})")
+        frontend = bool(getattr(args, "frontend", False))
+        key = _write(path, lambda: add_key(path, args.name, args.role, frontend=frontend))
         print(
             f"{FIRST_KEY_BANNER}\nAPI key {args.name!r} (role {args.role}), shown only now; store it safely:\n\n"
             f"    {key}\n\nClients send it as `Authorization: Bearer <key>`.\n{FIRST_KEY_BANNER}"
@@ -89,9 +98,8 @@ def keys_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "frontend":
         return _frontend_key(path, args.name, args.role, args.out)
     if args.action == "revoke":
-        if not revoke_key(path, args.name):
-            print(f"agent-admin: no key named {args.name!r}", file=sys.stderr)
-            return 1
+        if not _write(path, lambda: revoke_key(path, args.name)):
+            raise cli.UsageError(f"no key named {args.name!r} (agent-admin keys list shows the names)")
         print(f"revoked {args.name!r}")
         return 0
     for entry in read_keys(path):
@@ -121,11 +129,35 @@ def _frontend_key(path: Path, name: str, role: str, out: Path) -> int:
     return 0
 
 
-def _time(text: str | None) -> datetime | None:
+def _write(path: Path, change: Callable[[], T]) -> T:
+    """Run a change to the keys file; a refused write or a bad name is the user's to fix, not a traceback."""
+    try:
+        return change()
+    except ValueError as exc:  # a duplicate or malformed key name
+        raise cli.UsageError(str(exc)) from exc
+    except OSError as exc:
+        hint = f"; {READ_ONLY_HINT}" if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) else ""
+        raise cli.UsageError(f"cannot write {path}: {exc.strerror or exc}{hint}") from exc
+
+
+def _time(text: str | None, flag: str) -> datetime | None:
     if not text:
         return None
-    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise cli.UsageError(f"{flag} {text!r} is not an ISO date or time (2026-01-31 or 2026-01-31T08:00)") from exc
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _anchor(text: str | None) -> tuple[int, str] | None:
+    """SEQ:MAC as `audit head` prints it; anything else is a typo, never a "rewritten log" alarm."""
+    if not text:
+        return None
+    match = ANCHOR.match(text.strip())
+    if match is None:
+        raise cli.UsageError(f"--anchor {text!r} is not SEQ:MAC as `agent-admin audit head` prints it")
+    return int(match.group(1)), match.group(2)
 
 
 def _audit_key(settings: Settings) -> bytes:
@@ -133,7 +165,7 @@ def _audit_key(settings: Settings) -> bytes:
     try:
         return resolve_key(settings.audit_dir, secret, settings.audit_key_file, create=False)
     except ValueError as exc:
-        raise SystemExit(f"agent-admin: {exc}") from exc
+        raise cli.UsageError(str(exc)) from exc
 
 
 def audit_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -153,8 +185,8 @@ def audit_command(args: argparse.Namespace, settings: Settings) -> int:
             pseudonymizer(settings, key),
             customer=args.customer,
             user=args.user,
-            since=_time(args.since),
-            until=_time(args.until),
+            since=_time(args.since, "--since"),
+            until=_time(args.until, "--until"),
         )
         for r in found:
             tools = ",".join(f"{c['name']}({c['outcome']})" for c in r.get("tool_calls") or []) or "-"
@@ -165,11 +197,7 @@ def audit_command(args: argparse.Namespace, settings: Settings) -> int:
                 f"{r.get('status')}\t{tools}"
             )
         return 0
-    anchor = None
-    if getattr(args, "anchor", None):
-        seq, _, mac = args.anchor.partition(":")
-        anchor = (int(seq), mac)
-    report = verify(settings.audit_dir, key, anchor)
+    report = verify(settings.audit_dir, key, _anchor(getattr(args, "anchor", None)))
     if args.action == "head":
         print(f"{report.last_seq}:{report.last_mac}")
         return 0 if report.ok else 1
@@ -184,10 +212,12 @@ def audit_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    settings = get_settings()
-    if args.area == "keys":
-        return keys_command(args, settings)
-    return audit_command(args, settings)
+
+    def body() -> int:
+        settings = get_settings()
+        return keys_command(args, settings) if args.area == "keys" else audit_command(args, settings)
+
+    return cli.run("agent-admin", body)
 
 
 if __name__ == "__main__":

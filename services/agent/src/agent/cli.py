@@ -1,0 +1,65 @@
+"""Console-script plumbing for every agent command: `--version`, one-line usage errors with exit 2, no tracebacks.
+
+A user's mistake (a wrong flag, a bad date, a duplicate key name, a setting that does not parse, a
+dependency that is down at start) is one line on stderr naming the fix, and exit status 2. A traceback
+is kept for what is really a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from typing import NoReturn
+
+from pydantic import ValidationError
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A mistake the user can fix: the command prints `prog: message` and exits 2."""
+
+
+def package_version() -> str:
+    try:
+        return version("local-agent")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (argparse prints the whole usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog.split()[0]} --help)\n")
+
+
+def parser(prog: str, description: str | None) -> Parser:
+    """A command's parser with `--version`; subcommand parsers made from it inherit the one-line errors."""
+    p = Parser(prog=prog, description=description)
+    p.add_argument("--version", action="version", version=f"{prog} (local-agent) {package_version()}")
+    return p
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """The first invalid environment variable, in one line: `AGENT_PORT='abc': Input should be a valid integer`."""
+    first = exc.errors()[0]
+    name = "_".join(str(part) for part in first.get("loc", ())).upper() or "settings"
+    return f"invalid setting {name}={first.get('input')!r}: {first.get('msg')}"
+
+
+def run(prog: str, body: Callable[[], int | None]) -> int:
+    """Run a command's body; turn the user's mistakes into one line and exit 2."""
+    try:
+        return int(body() or 0)
+    except UsageError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+    except ValidationError as exc:
+        if exc.title != "Settings":  # only the environment is the user's input; other models are our bug
+            raise
+        print(f"{prog}: {settings_problem(exc)}", file=sys.stderr)
+    except KeyboardInterrupt:
+        return 130
+    return EXIT_USAGE

@@ -1,0 +1,159 @@
+"""`local-agent`: start the whole agent on one machine — state, tool server, Ollama checks, API on :8000.
+
+The same code as the compose stack (the API, the tool loop, the MCP server), with the embedded choices:
+rounds go straight to Ollama (MODEL_BACKEND=direct, no Redis, no queue), the MCP server is a child process
+on the demo database, and what must persist (MCP token, admin key, audit log, notes) lives in a state
+directory, so a second start only checks and serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from pydantic import SecretStr
+
+from agent import cli
+from agent.local.state import State, default_home
+from agent.local.steps import Checks, GatedBackend, Step
+from agent.settings import Settings, get_settings
+
+DESCRIPTION = """Run local-agent on this machine with Ollama installed: no Docker, no Redis. Starts the tool server
+on the demo database, checks Ollama and the model (OLLAMA_URL, OLLAMA_MODEL), warms it, and serves the
+OpenAI- and Ollama-compatible API on AGENT_HOST:AGENT_PORT (default 127.0.0.1:8000)."""
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _mcp_command() -> str:
+    """The `mcp-server` installed beside this Python (a venv), else on PATH."""
+    beside = Path(sys.executable).parent / "mcp-server"
+    found = str(beside) if beside.exists() else shutil.which("mcp-server")
+    if found is None:
+        raise cli.UsageError("mcp-server is not installed: from a source checkout run `uv sync --all-packages`")
+    return found
+
+
+def start_mcp(state: State, token: str, files: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The tool server as a child process on loopback, its log in the state directory."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "MCP_HOST": "127.0.0.1",
+        "MCP_PORT": str(port),
+        "MCP_TOKEN": token,
+        "DATA_DIR": str(state.data_dir),
+        "FILES_ROOT": str(files),
+        "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"),
+    }
+    with state.mcp_log.open("ab") as log:
+        child = subprocess.Popen([_mcp_command()], env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while not _answers(f"http://127.0.0.1:{port}/healthz"):
+        if child.poll() is not None or time.monotonic() > deadline:
+            child.kill()
+            raise cli.UsageError(f"the tool server did not start; its log: {state.mcp_log}")
+        time.sleep(0.1)
+    return child, f"http://127.0.0.1:{port}/mcp"
+
+
+def embedded_settings(state: State, mcp_url: str, token: str) -> Settings:
+    """The environment's settings (OLLAMA_URL, OLLAMA_MODEL, AGENT_PORT, …) with the one-machine choices."""
+    return Settings(
+        model_backend="direct",
+        mcp_url=mcp_url,
+        mcp_token=SecretStr(token),
+        agent_auth="api_key",
+        agent_keys_file=state.keys_file,
+        audit_dir=state.audit_dir,
+        audit_key_file=state.audit_key_file,
+        rate_limit_backend="memory",
+        log_level=os.environ.get("LOG_LEVEL", "WARNING"),
+    )
+
+
+async def _first_checks(checks: Checks) -> list[Step]:
+    try:
+        return await checks.run()
+    finally:  # this event loop ends here; the server's loop gets a fresh client
+        await checks.reset_client()
+
+
+def serve(settings: Settings, checks: Checks) -> None:
+    import uvicorn
+
+    from agent.api.app import create_app
+    from agent.backends.ollama import OllamaBackend
+    from agent.logs import configure
+
+    configure(settings.log_level)
+    inner = OllamaBackend(settings.ollama_url, settings.round_timeout_seconds, settings.holds_back_think)
+    app = create_app(settings, backend=GatedBackend(inner, checks))
+    uvicorn.run(app, host=settings.agent_host, port=settings.agent_port, log_config=None, access_log=False)
+
+
+def start(home: Path, files: Path | None) -> int:
+    base = get_settings()
+    url = f"http://{base.agent_host}:{base.agent_port}"
+    if _answers(f"{url}/healthz"):
+        say(f"local-agent is already serving at {url}: nothing to do")
+        return 0
+    state = State(home)
+    say(f"local-agent {cli.package_version()}, state in {state.home}")
+    for item in state.prepare():
+        say(Step("kept" if item.endswith("kept") else "ok", item).line())
+    token, _ = state.mcp_token()
+    child, mcp_url = start_mcp(state, token, files or state.files_root)
+    try:
+        say(Step("ok", f"tool server on {mcp_url} (demo database in {state.data_dir})").line())
+        settings = embedded_settings(state, mcp_url, token)
+        checks = Checks(settings)
+        for step in asyncio.run(_first_checks(checks)):
+            say(step.line())
+        key, _ = state.admin_key()
+        say(f"serving on {url} (OpenAI: {url}/v1, Ollama: {url}/api). API key (also in {state.home}/admin.key):")
+        say(f"  {key}")
+        serve(settings, checks)
+    finally:
+        child.terminate()
+        child.wait(timeout=15)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = cli.parser("local-agent", DESCRIPTION)
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=Path(os.environ.get("LOCAL_AGENT_HOME") or default_home()),
+        help="state directory (env LOCAL_AGENT_HOME; default %(default)s)",
+    )
+    parser.add_argument("--files", type=Path, help="the folder the file tools may read (default: HOME/files)")
+    args = parser.parse_args(argv)
+    return cli.run("local-agent", lambda: start(args.home, args.files))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
