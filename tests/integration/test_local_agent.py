@@ -6,6 +6,7 @@ The scripted model's replies are plumbing, never model accuracy.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import httpx
 
 from tests.integration.conftest import FakeOllama
-from tests.support.procs import VENV_BIN, Proc, free_port, running
+from tests.support.procs import VENV_BIN, Proc, free_port, running, wait_until
 
 TIME_RULE = {
     "when": {"user_contains": "what time", "last_role": "user"},
@@ -46,6 +47,16 @@ def output(proc: Proc) -> str:
     return proc.output()
 
 
+def tool_servers(home: Path) -> list[int]:
+    """mcp-server processes started by the local-agent of this state directory (by their DATA_DIR)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        with contextlib.suppress(OSError):
+            if f"DATA_DIR={home / 'mcp-data'}".encode() in environ.read_bytes().split(b"\0"):
+                found.append(int(environ.parent.name))
+    return found
+
+
 def test_tool_answer_without_redis_or_docker_then_a_second_start_skips_done_steps(
     fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
@@ -74,6 +85,7 @@ def test_tool_answer_without_redis_or_docker_then_a_second_start_skips_done_step
 
     with started(home, fake_ollama, port) as second:
         assert ask(url, key, "What time is it?")["local_agent"]["tools_used"] == ["sistem_bilgisi"]
+    wait_until(lambda: tool_servers(home) == [], timeout=15, what="the tool server to stop with local-agent")
     log = output(second)
     assert "[kept] MCP token kept" in log and "[kept] admin API key kept" in log
     assert "[skipped] warm-up: qwen3:4b is already loaded" in log

@@ -40,31 +40,49 @@ def _split(value: object) -> object:
 class Settings(BaseSettings):
     """Every setting has a default that works on one machine with services on loopback; compose overrides."""
 
-    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+    # The docstring under each field is its description: docs/configuration.md is generated from them.
+    model_config = SettingsConfigDict(
+        env_file=None, extra="ignore", case_sensitive=False, use_attribute_docstrings=True
+    )
 
     mcp_host: str = "127.0.0.1"
+    """bind address (compose: `0.0.0.0`)"""
     mcp_port: int = Field(default=8001, ge=0, le=65535)
+    """the tool server's port"""
     mcp_token: SecretStr | None = None
-    # A file holding the token (compose/docker secrets); used when MCP_TOKEN is unset.
+    """bearer secret (at least 16 characters; placeholders are refused). Without it (and without `MCP_TOKEN_FILE`) the
+    server refuses to start (exit 2)"""
     mcp_token_file: Path | None = None
-    # Local development only: serve /mcp without a bearer token.
+    """a file holding the token (docker secrets), read when `MCP_TOKEN` is unset"""
     mcp_allow_no_token: bool = False
+    """local development only: serve `/mcp` without a token"""
     mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_HOSTS))
-    # Browser origins allowed to call /mcp; a request without Origin (every non-browser client) is allowed.
+    """`Host` values accepted on `/mcp` (comma list, `:*` = any port); any other gets 421. DNS-rebinding protection is
+    always on, including for a `0.0.0.0` bind"""
     mcp_allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """browser `Origin`s accepted on `/mcp` (default: `http://` + each allowed host); any other gets 403. A request
+    without `Origin` (every non-browser client) is accepted"""
     files_root: Path = Path("files")
+    """the only folder the file tools can see (mount it read-only)"""
     data_dir: Path = Path("data")
+    """writable: the notes store `notes.sqlite3` and the demo database `reports-demo.sqlite3`"""
     reports_db_url: str | None = None
+    """unset: the SQLite demo database in `DATA_DIR`. `postgresql://user[:pw]@host:port/db`: PostgreSQL (use a
+    read-only role). `sqlite:////abs/path.db`: another SQLite file"""
     mcp_timezone: str | None = None
+    """the zone that decides what \"today\"/\"bugün\" means (else `TZ`, else UTC)"""
     tz: str | None = None
+    """used when `MCP_TIMEZONE` is unset"""
     log_level: str = "INFO"
-    # Which tools each forwarded role may use (agent_contract.policy); None: the shipped default.
+    """structlog JSON lines on stdout; tool arguments and results are never logged"""
     mcp_policy_file: Path | None = None
-    # Refuse HTTP tool calls that carry no X-Agent-Role (the agent always forwards one). false only for
-    # direct development calls; calls that do carry an identity are always checked.
+    """which tools each forwarded role may use (the agent's policy format, the same file as `AGENT_POLICY_FILE`);
+    unset: the shipped policy"""
     mcp_require_identity: bool = True
-    # a request (headers and body) must arrive whole this many seconds after its first byte; slower ones are cut
+    """refuse HTTP tool calls that carry no `X-Agent-Role` (the agent always forwards one); `false` only for direct
+    development calls. Calls that carry an identity are always checked"""
     mcp_request_read_timeout_seconds: float = Field(default=15.0, gt=0)
+    """a request (headers and body) must arrive whole this many seconds after its first byte; slower ones are cut"""
 
     @field_validator("mcp_allowed_hosts", "mcp_allowed_origins", mode="before")
     @classmethod

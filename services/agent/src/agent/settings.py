@@ -15,97 +15,151 @@ from agent_contract.secrets import read_secret
 class Settings(BaseSettings):
     """Every setting has a default that works on one machine with services on loopback; compose overrides."""
 
-    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+    # The docstring under each field is its description: docs/configuration.md is generated from them.
+    model_config = SettingsConfigDict(
+        env_file=None, extra="ignore", case_sensitive=False, use_attribute_docstrings=True
+    )
 
     agent_host: str = "127.0.0.1"
+    """where `agent-api` (and `local-agent`) listens"""
     agent_port: int = 8000
+    """the API port"""
     ollama_url: str = "http://127.0.0.1:11434"
+    """Ollama base URL"""
     ollama_model: str = "qwen3:4b"
-    # Other Ollama models the agent also serves by name (comma separated), e.g. "qwen2.5:3b".
+    """default model (`qwen2.5:3b` is the faster, less accurate alternative)"""
     extra_models: str = ""
-    # The model server this process (direct mode) or worker talks to: Ollama's /api/chat, or any
-    # OpenAI-compatible /v1/chat/completions (vLLM, llama-server, LM Studio, TGI, SGLang) at MODEL_URL.
+    """other Ollama models the agent also serves by name, comma separated (e.g. `qwen2.5:3b`)"""
     model_protocol: Literal["ollama", "openai"] = "ollama"
-    model_url: str | None = None  # None: OLLAMA_URL
-    model_api_key: SecretStr | None = None  # sent as a bearer token to an OpenAI-compatible server
-    # llama.cpp's prompt cache makes temperature-0 answers differ run to run: off unless asked for.
+    """the model server this process (direct mode) or worker talks to: `ollama` (Ollama's /api/chat) or `openai`
+    (any OpenAI-compatible /v1/chat/completions: vLLM, llama-server, LM Studio, TGI, SGLang) at `MODEL_URL`"""
+    model_url: str | None = None
+    """the model server's URL; unset: `OLLAMA_URL`"""
+    model_api_key: SecretStr | None = None
+    """sent as a bearer token to an OpenAI-compatible server"""
     model_cache_prompt: bool = False
+    """llama.cpp's prompt cache makes temperature-0 answers differ run to run: off unless asked for"""
     redis_url: str = "redis://127.0.0.1:6379/0"
+    """the GPU queue (API and worker); also the rate-limit window with `RATE_LIMIT_BACKEND=auto`"""
     mcp_url: str = "http://127.0.0.1:8001/mcp"
+    """the MCP tool server"""
     mcp_token: SecretStr | None = None
+    """bearer secret shared with the MCP server"""
     mcp_token_file: Path | None = None
+    """a file holding the MCP token, read when `MCP_TOKEN` is unset (docker secrets)"""
 
     max_tool_rounds: int = Field(default=5, ge=0, le=20)
+    """tool rounds before one final answer without tools (0–20)"""
     keep_client_system: bool = False
+    """`false`: drop client system/developer messages; `true`: keep them after ours"""
     temperature: float = 0.0
-    # Context window sent on every round (and by the worker's warm-up): a different num_ctx reloads the model.
+    """sent to Ollama on every round"""
     num_ctx: int = 8192
-    # "unset" sends no `think` field (Ollama's default: on for thinking models); "true"/"false" or a level otherwise.
+    """context window sent on every round and by the worker's warm-up (a different value reloads the model)"""
     think: str = "unset"
-    # Model name prefixes whose content may carry reasoning before a stray </think>: their text is held back
-    # until the tag or the end of the round, so reasoning never streams as answer text.
+    """`unset` sends no `think` field (Ollama's default: on for thinking models); `true`, `false` or a level (`low`…)
+    sends it"""
     think_holdback_models: str = "qwen3,deepseek-r1,qwq"
+    """model prefixes whose content is held back until `</think>` or the end of the round, so reasoning never streams
+    as answer text"""
 
     tool_timeout_seconds: float = 20.0
+    """per tool call"""
     tool_result_max_chars: int = 8000
+    """a tool result is cut to this before the model reads it"""
     tools_cache_seconds: float = 60.0
+    """how long the MCP tool list is cached (a changed docstring reaches the model after this)"""
     round_timeout_seconds: float = 120.0
+    """longest single LLM round before 504 (the RQ job timeout is this + 30 s)"""
     max_body_bytes: int = 1_000_000
-    # a request (headers and body) must arrive whole this many seconds after its first byte; slower ones are cut
+    """larger request bodies get 413"""
     request_read_timeout_seconds: float = Field(default=15.0, gt=0)
+    """a request (headers and body) must arrive whole this many seconds after its first byte; slower ones are cut"""
     max_messages: int = 200
+    """longer conversations get 400"""
 
     # GPU queue (agent.queue.client): "direct" calls Ollama from the API process, "queue" routes rounds through RQ.
     model_backend: Literal["direct", "queue"] = "queue"
+    """`queue`: rounds go through Redis/RQ to `agent-worker`; `direct`: the API calls Ollama itself (one machine, no
+    GPU sharing; `local-agent` uses it)"""
     max_queue_depth: int = 32
+    """waiting rounds before 429 + `Retry-After`"""
     queue_timeout_seconds: float = 300.0
+    """longest wait for the GPU before 503"""
     worker_metrics_port: int = 9101
-    # Where the worker's /metrics listens; compose sets 0.0.0.0 so Prometheus can scrape it.
+    """the worker's Prometheus `/metrics` port"""
     worker_metrics_host: str = "127.0.0.1"
+    """where the worker's `/metrics` listens; compose sets `0.0.0.0` so Prometheus can scrape it"""
     gpu_id: str = "gpu0"
+    """names the GPU lock and the `gpu` metric label: unique per GPU, identical for workers sharing one Ollama"""
 
     # Identity and access (agent.security.auth, agent_contract.policy): never "none" in compose.
     agent_auth: Literal["api_key", "trusted_header", "none"] = "api_key"
-    # The role of every caller when AGENT_AUTH=none, and of SSO users in no group the policy knows.
+    """`api_key`, `trusted_header` (SSO proxy, with `TRUSTED_PROXIES`) or `none` (development only; compose never uses
+    it)"""
     anonymous_role: str = "guest"
+    """the role of every caller when `AGENT_AUTH=none`, and of SSO users in no group the policy knows"""
     agent_keys_file: Path | None = None
-    agent_policy_file: Path | None = None  # None: the shipped default (agent_contract/policy.yaml)
-    # trusted_header: identity headers are accepted only from these addresses/CIDRs (comma separated).
+    """YAML `keys: [{name, role, sha256}]`, managed by `agent-admin keys` (unset: no key is valid)"""
+    agent_policy_file: Path | None = None
+    """YAML `roles: {role: [tool names or \"*\"]}`; unset: the shipped default (agent_contract/policy.yaml)"""
     trusted_proxies: str = ""
+    """`trusted_header`: identity headers are believed only from these addresses/CIDRs (comma separated)"""
     auth_user_header: str = "X-Forwarded-User"
+    """`trusted_header`: the header naming the user"""
     auth_groups_header: str = "X-Forwarded-Groups"
-    # A front-end key (`agent-admin keys add … --frontend`) names its end user in the first of these headers
-    # that is set (Open WebUI with ENABLE_FORWARD_USER_INFO_HEADERS=true); other callers' headers are ignored.
+    """`trusted_header`: the header listing the user's groups"""
     frontend_user_headers: str = "X-OpenWebUI-User-Email,X-OpenWebUI-User-Id"
-    # Per-user chat requests per minute (0 = off); "auto" keeps the window in Redis with the GPU queue.
+    """a front-end key (`agent-admin keys add … --frontend`) names its end user in the first of these headers that
+    is set (Open WebUI with `ENABLE_FORWARD_USER_INFO_HEADERS=true`); other callers' headers are ignored
+    ([security.md](security.md#users-of-a-chat-front-end-open-webui))"""
     rate_limit_per_minute: int = Field(default=30, ge=0)
+    """chat requests per user per minute (`0` off)"""
     rate_limit_backend: Literal["auto", "redis", "memory"] = "auto"
+    """`auto`: in Redis with the GPU queue, else in memory; `redis` or `memory` to choose"""
 
     # Tamper-evident audit log (agent.security.audit): one HMAC-chained JSON line per request, fsync per record.
     audit_dir: Path = Path("audit")
+    """where the sealed audit log lives"""
     audit_key: SecretStr | None = None
+    """the audit log's HMAC key"""
     audit_key_file: Path | None = None
+    """a file holding the audit key (compose: a separate secret volume); unset with no `AUDIT_KEY`: a key generated
+    beside the log, with a warning"""
     audit_question: Literal["text", "hash"] = "text"
+    """`text` keeps the question (customer names pseudonymised); `hash` only its SHA-256"""
     audit_pseudonymize: bool = True
+    """replace customer names by keyed pseudonyms in the audit log (`false`: names in clear, an operator decision)"""
     audit_retention_days: int = Field(default=365, ge=1)
+    """rotated audit files older than this are deleted (each deletion recorded in the chain)"""
     audit_rotate_bytes: int = Field(default=64 * 1024 * 1024, ge=4096)
+    """size that forces a rotation of the audit file"""
     pseudonym_key: SecretStr | None = None
+    """key of the customer-name pseudonyms; unset: derived from the audit key"""
     pseudonym_key_file: Path | None = None
+    """a file holding the pseudonym key"""
 
-    # What to do when the answer states a figure not found in the tool results (docs/grounding.md).
     grounding_mode: Literal["record", "warn", "withhold"] = "warn"
+    """a figure in the answer not found in the tool results: `record` (trace, metric, audit only), `warn` (plus a
+    warning line under the answer), `withhold` (answer replaced by the tool results; answer text is not
+    streamed) — [grounding.md](grounding.md)"""
 
     # Client background tasks (agent.loop.tasks): Open WebUI's title/tags/follow-up requests and the like.
-    # A regex matched at the start of the last user message; empty: never recognise a task.
     client_task_pattern: str = r"\s*###\s*Task:"
-    # model: one tool-less round below every user round, answered locally when the GPU is busy;
-    # local: always answered without the GPU; off: answered empty at once (the client keeps its defaults).
+    """regex at the start of the last user message that marks a front-end's background task (title, tags,
+    follow-ups); empty: none ([api.md](api.md#client-background-tasks-titles-tags-follow-up-suggestions))"""
     client_tasks: Literal["model", "local", "off"] = "model"
-    client_task_wait_seconds: float = Field(default=3.0, ge=0)  # then the GPU is busy: answer locally
-    client_task_max_tokens: int = Field(default=128, ge=1)  # num_predict of a task round
+    """`model`: one tool-less round below every user round, answered locally when the GPU is busy; `local`:
+    always answered without the GPU; `off`: answered empty at once (the client keeps its defaults)"""
+    client_task_wait_seconds: float = Field(default=3.0, ge=0)
+    """a task that has not reached the GPU by then is answered locally"""
+    client_task_max_tokens: int = Field(default=128, ge=1)
+    """`num_predict` of a task round"""
 
     debug_capture_file: Path | None = None
+    """opt-in: the last raw request is written there (mode 0600). It holds personal data: off in production"""
     log_level: str = "INFO"
+    """structlog JSON logs on stdout"""
 
     def mcp_secret(self) -> str | None:
         """The bearer token for the MCP server: MCP_TOKEN, else the contents of MCP_TOKEN_FILE."""

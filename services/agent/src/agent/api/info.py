@@ -95,7 +95,8 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
     @app.get("/readyz")
     async def readyz(request: Request) -> JSONResponse:
         status: ModelStatus = await request.app.state.backend.status()
-        missing = [m for m in settings.served_models() if not has_model(status.models, m)]
+        # Unreachable (Ollama, the worker or Redis down) says nothing about the models: never call them missing.
+        missing = [m for m in settings.served_models() if not has_model(status.models, m)] if status.reachable else []
         model_check: dict[str, Any] = {
             "ok": status.reachable and not missing,
             "version": status.version,
@@ -105,6 +106,8 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
         }
         if status.reachable and missing:
             model_check["fix"] = "; ".join(pull_hint(m) for m in missing)
+        elif not status.reachable:
+            model_check["fix"] = status.detail  # names what is down and how to start it
         mcp_ok = await request.app.state.toolbox.ping()
         checks = {"model": model_check, "mcp_server": {"ok": mcp_ok, "url": settings.mcp_url}}
         ready = all(c["ok"] for c in checks.values())

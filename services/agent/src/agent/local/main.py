@@ -9,8 +9,11 @@ directory, so a second start only checks and serves.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -56,6 +59,19 @@ def _mcp_command() -> str:
     return found
 
 
+def _die_with_parent() -> None:
+    """In the child: Linux sends it SIGTERM when local-agent dies, even by SIGKILL (no orphaned tool server)."""
+    # Not Linux: no prctl; the `finally` in start() still stops the child on a normal exit.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    # uvicorn re-raises the SIGTERM it caught after its graceful shutdown; turning it into SystemExit lets
+    # start()'s `finally` stop the tool server instead of the process dying on the default handler.
+    raise SystemExit(0)
+
+
 def start_mcp(state: State, token: str, files: Path) -> tuple[subprocess.Popen[bytes], str]:
     """The tool server as a child process on loopback, its log in the state directory."""
     port = _free_port()
@@ -69,7 +85,9 @@ def start_mcp(state: State, token: str, files: Path) -> tuple[subprocess.Popen[b
         "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"),
     }
     with state.mcp_log.open("ab") as log:
-        child = subprocess.Popen([_mcp_command()], env=env, stdout=log, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(
+            [_mcp_command()], env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+        )
     deadline = time.monotonic() + 60
     while not _answers(f"http://127.0.0.1:{port}/healthz"):
         if child.poll() is not None or time.monotonic() > deadline:
@@ -120,6 +138,7 @@ def start(home: Path, files: Path | None) -> int:
     if _answers(f"{url}/healthz"):
         say(f"local-agent is already serving at {url}: nothing to do")
         return 0
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     state = State(home)
     say(f"local-agent {cli.package_version()}, state in {state.home}")
     for item in state.prepare():
