@@ -124,7 +124,7 @@ def serve(settings: Settings, checks: Checks) -> None:
 
     from agent.api.app import create_app
     from agent.backends.ollama import OllamaBackend
-    from agent.logs import configure
+    from agent_contract.logs import configure
 
     configure(settings.log_level)
     inner = OllamaBackend(settings.ollama_url, settings.round_timeout_seconds, settings.holds_back_think)
