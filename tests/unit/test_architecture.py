@@ -21,6 +21,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "loop": frozenset({"core", "backends", "mcp_client", "security"}),
     "api": frozenset({"core", "backends", "mcp_client", "security", "queue", "loop"}),
     "eval": frozenset({"core", "mcp_client"}),
+    "local": frozenset({"core", "backends", "security", "api"}),  # local-agent: checks, then serves the api
     "__main__": frozenset({"core", "api"}),  # agent-api's entry point: starts the app
 }
 
