@@ -60,8 +60,7 @@ def serve() -> int:
     log = structlog.get_logger("agent_tools")
     try:
         app = create_app(settings)
-    except ConfigError as exc:
-        log.error("config_refused", error=str(exc))
+    except ConfigError as exc:  # one line on stderr, no JSON log line beside it: the user's mistake, said once
         print(f"mcp-server: {exc}", file=sys.stderr)
         return 2
     log.info(
