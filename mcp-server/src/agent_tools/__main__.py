@@ -52,8 +52,8 @@ def _parser() -> argparse.ArgumentParser:
 def serve() -> int:
     import uvicorn
 
+    from agent_contract.slowclients import deadline_protocol
     from agent_tools.server import create_app
-    from agent_tools.slowclients import deadline_protocol
 
     settings = get_settings()
     configure(settings.log_level, service="mcp-server")

@@ -15,9 +15,9 @@ def serve() -> int:
     import uvicorn  # imported only to serve: `--help` and `--version` start nothing
 
     from agent.api.app import create_app
-    from agent.api.slowclients import deadline_protocol
     from agent.settings import get_settings
     from agent_contract.logs import configure
+    from agent_contract.slowclients import deadline_protocol
 
     settings = get_settings()
     configure(settings.log_level)

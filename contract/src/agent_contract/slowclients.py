@@ -4,7 +4,7 @@ uvicorn times out idle keep-alive connections but never a request that is still 
 sending its headers (or body) a byte at a time holds a socket and a slot forever; a few hundred such
 clients exhaust the server. Here the connection is closed when a request is not complete within
 `read_timeout` seconds of the connection opening or of the request's first byte.
-The MCP server has the same class (agent_tools.slowclients): the two packages share no code.
+Both servers (agent-api and mcp-server) run uvicorn with this protocol class.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import h11
 import structlog
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-log = structlog.get_logger("agent.api.slowclients")
+log = structlog.get_logger("agent_contract.slowclients")
 _COMPLETE = (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.ERROR)
 
 
