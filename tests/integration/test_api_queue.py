@@ -86,3 +86,24 @@ async def test_full_queue_is_429_with_retry_after_and_no_sdk_retry(queued_api: s
         assert (await running_one).status_code == 200
         assert (await waiting_one).status_code == 200
     assert queue_workers.fake.stats()["peak"] == 1
+
+
+async def test_streaming_client_gone_while_queued_takes_its_round_off_the_queue(
+    queued_api: str, queue_workers: Workers
+) -> None:
+    """Issue 11 item 4 through the GPU queue: a streaming client that leaves before its first token must not
+    leave its round behind to run on the GPU later."""
+    queue_workers.start()
+    queue_workers.fake.script({"default": {"content": "slow answer " * 10, "token_delay": 0.5}})
+    busy = {"model": "qwen3:4b", "messages": [{"role": "user", "content": "keep the GPU busy"}]}
+    leaver = {"model": "qwen3:4b", "stream": True, "messages": [{"role": "user", "content": "left in the queue"}]}
+    async with httpx.AsyncClient(timeout=30) as http:
+        running_one = asyncio.create_task(http.post(f"{queued_api}/v1/chat/completions", json=busy))
+        await asyncio.to_thread(wait_until, lambda: queue_workers.fake.stats()["active"] == 1)
+        with pytest.raises(httpx.ReadTimeout):  # queued behind the busy round: no byte before it gives up
+            await http.post(f"{queued_api}/v1/chat/completions", json=leaver, timeout=1.5)
+        await asyncio.to_thread(wait_until, lambda: not queue_fixtures.queued(queue_workers), timeout=5)
+        assert queue_workers.fake.stats()["active"] == 1  # taken off while the busy round still generates
+        assert (await running_one).status_code == 200
+    reached = [r for r in queue_workers.fake.requests() if "left in the queue" in str(r.get("messages"))]
+    assert reached == []
