@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.api.render_openai import trace_field
+from agent.api.render_openai import collect, trace_field
 from agent.errors import AgentError
 from agent.loop.engine import FinalEvent, LoopEvent, TextEvent, ThinkingEvent
 
@@ -39,16 +39,8 @@ class OllamaRenderer:
         }
 
     async def complete(self, events: AsyncIterator[LoopEvent]) -> dict[str, Any]:
-        thinking: list[str] = []
-        final: FinalEvent | None = None
-        async for event in events:  # to the end, so the audit record is written now with its real status
-            if isinstance(event, ThinkingEvent):
-                thinking.append(event.text)
-            elif isinstance(event, FinalEvent):
-                final = event
-        if final is None:  # pragma: no cover - the loop always ends with a FinalEvent or raises
-            raise AgentError("the tool loop ended without an answer")
-        return self._done(final, final.answer, "".join(thinking))
+        final, thinking = await collect(events)
+        return self._done(final, final.answer, thinking)
 
     def _line(self, body: dict[str, Any]) -> str:
         return json.dumps(body, ensure_ascii=False) + "\n"

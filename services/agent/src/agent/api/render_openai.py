@@ -26,6 +26,21 @@ def usage_field(usage: Usage) -> dict[str, int]:
     }
 
 
+async def collect(events: AsyncIterator[LoopEvent]) -> tuple[FinalEvent, str]:
+    """Run the loop to its end (so the audit record is written with its real status): the final event and
+    the thinking text, for the non-streaming renderers of both protocols."""
+    thinking: list[str] = []
+    final: FinalEvent | None = None
+    async for event in events:
+        if isinstance(event, ThinkingEvent):
+            thinking.append(event.text)
+        elif isinstance(event, FinalEvent):
+            final = event
+    if final is None:  # pragma: no cover - the loop always ends with a FinalEvent or raises
+        raise AgentError("the tool loop ended without an answer")
+    return final, "".join(thinking)
+
+
 class OpenAIRenderer:
     def __init__(self, model: str) -> None:
         self.model = model
@@ -33,18 +48,10 @@ class OpenAIRenderer:
         self.created = int(time.time())
 
     async def complete(self, events: AsyncIterator[LoopEvent]) -> dict[str, Any]:
-        thinking: list[str] = []
-        final: FinalEvent | None = None
-        async for event in events:
-            if isinstance(event, ThinkingEvent):
-                thinking.append(event.text)
-            elif isinstance(event, FinalEvent):
-                final = event
-        if final is None:  # pragma: no cover - the loop always ends with a FinalEvent or raises
-            raise AgentError("the tool loop ended without an answer")
+        final, thinking = await collect(events)
         message: dict[str, Any] = {"role": "assistant", "content": final.answer}
         if thinking:
-            message["reasoning_content"] = "".join(thinking)
+            message["reasoning_content"] = thinking
         return {
             "id": self.id,
             "object": "chat.completion",
