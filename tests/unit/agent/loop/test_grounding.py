@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from agent.loop import figures
 from agent.loop.figures import scan
 from agent.loop.grounding import check
 
@@ -173,3 +174,19 @@ def test_derivations_use_numbers_in_prose_but_not_ids() -> None:
     assert check("Card was 81% of it.", [("dosya_oku", file)], [], tools_called=True).status == "grounded"
     ids = json.dumps([{"id": f"TX-{1000 + i}"} for i in range(50)])
     assert check("98.76% were verified.", [("tx", ids)], [], tools_called=True).status == "ungrounded"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [row[1] for row in TABLE]
+    + [QUESTION, "No digits at all here.", "September      3 and yüzde 12", "x" * 500 + " 7", "a1b2 3.4.5 Ekim 2026"],
+)
+def test_scanning_only_near_digits_finds_what_a_full_scan_finds(text: str) -> None:
+    assert [m.span() for m in figures._matches(text)] == [m.span() for m in figures.PATTERN.finditer(text)]
+
+
+def test_mixed_columns_count_only_their_strings() -> None:
+    states = ["open"] * 12 + [3, {"x": 1}, True] + ["closed"] * 11
+    rows = json.dumps([{"state": s} for s in states])
+    verdict = check("12 are open, 11 closed.", [("t", rows)], [], tools_called=True)
+    assert verdict.status == "grounded", verdict.as_dict()

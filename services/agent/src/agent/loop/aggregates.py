@@ -7,6 +7,7 @@ the list's length, the rows per value of a short-valued column and a column's su
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -25,19 +26,24 @@ def parse(content: str) -> Any:
         return None
 
 
-def numbers(data: Any) -> Iterator[float]:
-    """Every number of a JSON value, and those of its prose strings (a file's text); not the digits of one-word
-    strings such as ids (`TX-1032`) or timestamps: those are labels, not figures."""
-    if type(data) is dict:
-        data = data.values()
-    for item in data:
+def numbers(data: Any) -> list[float]:
+    """Every number of a JSON value in document order, and those of its prose strings (a file's text); not the
+    digits of one-word strings such as ids (`TX-1032`) or timestamps: those are labels, not figures."""
+    found: list[float] = []
+    _collect(data, found)
+    return found
+
+
+def _collect(node: Any, found: list[float]) -> None:
+    # Appends to one list: a recursive generator (`yield from` per level) cost more than the rest of the check.
+    for item in node.values() if type(node) is dict else node:
         kind = type(item)
         if kind is int or kind is float:
-            yield abs(float(item))
+            found.append(abs(item))
         elif kind is dict or kind is list:
-            yield from numbers(item)
+            _collect(item, found)
         elif kind is str and " " in item:
-            yield from source_values(item)[0]
+            found += source_values(item)[0]
 
 
 _NUMBER = (int, float)
@@ -66,9 +72,18 @@ def _column(name: str, cells: list[Any]) -> Iterator[tuple[float, str]]:
         yield sum(numbers), f"sum of {name}"
         yield sum(numbers) / len(numbers), f"average of {name}"
     elif first is str or first is bool:
-        counts = Counter(x for x in cells if type(x) is str or type(x) is bool)
+        counts = _counts(cells)
         if len(counts) <= 20:  # a status or a method, not an id: count the rows per value
             yield from ((float(n), f"rows with {name}={value}") for value, n in counts.items())
     elif first is dict or first is list:
         for cell in cells:
             yield from aggregates(cell, name)
+
+
+def _counts(cells: list[Any]) -> Counter[Any]:
+    """Rows per string or boolean value: counted in C when the column holds only those, else cell by cell."""
+    with contextlib.suppress(TypeError):  # TypeError: a dict or list among the cells
+        counts = Counter(cells)
+        if all(type(value) is str or type(value) is bool for value in counts):
+            return counts
+    return Counter(x for x in cells if type(x) is str or type(x) is bool)

@@ -10,6 +10,7 @@ are not facts (years, ordinals, list numbers, small counts, labels such as `qwen
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -68,7 +69,7 @@ class Figure:
 def scan(text: str) -> list[Figure]:
     """Every figure in `text`, in order; times of day are exempt (not checked, see docs/grounding.md)."""
     figures: list[Figure] = []
-    for m in PATTERN.finditer(text):
+    for m in _matches(text):
         if m.group("num") is not None:
             figures.append(_number(text, m))
         elif m.group("time") is not None:
@@ -76,6 +77,22 @@ def scan(text: str) -> list[Figure]:
         else:
             figures.append(_date(m))
     return figures
+
+
+_DIGIT = re.compile(r"[0-9]")
+_REACH = 24  # every figure has a digit at most this far from its start ("September 3", "yüzde 12")
+
+
+def _matches(text: str) -> Iterator[re.Match[str]]:
+    """PATTERN.finditer, but searching only near digits: every figure holds one, and the pattern costs ~0.6 µs
+    per character tried (the month names are tried at every position), half of a whole check."""
+    pos = 0
+    while (digit := _DIGIT.search(text, pos)) is not None:
+        m = PATTERN.search(text, max(pos, digit.start() - _REACH))
+        if m is None:
+            return
+        yield m
+        pos = m.end()
 
 
 def _date(m: re.Match[str]) -> Figure:

@@ -141,15 +141,17 @@ class _Sources:
         self._derivable: list[float] | None = None
 
     @cached_property
-    def parsed(self) -> list[tuple[str, Any]]:
-        return [(name, data) for name, content in self.results if (data := parse(content)) is not None]
+    def parsed(self) -> dict[int, tuple[str, Any]]:
+        """The JSON results, by their index in `results`."""
+        found = ((i, name, parse(content)) for i, (name, content) in enumerate(self.results))
+        return {i: (name, data) for i, name, data in found if data is not None}
 
     @property
     def aggregates(self) -> _Pool:
         """Counts, sums and averages of the JSON lists: built only when a figure is not found directly."""
         if self._aggregates is None:
             pool = _Pool()
-            for name, data in self.parsed:
+            for name, data in self.parsed.values():
                 found = list(aggregates(data))
                 pool.add([abs(v) for v, _ in found], [f"{v:g} = {how}" for v, how in found], name)
             self._aggregates = pool.freeze()
@@ -159,9 +161,9 @@ class _Sources:
     def derivable(self) -> list[float]:
         """What derivations combine: JSON numbers (not id digits) and the numbers of plain-text results."""
         if self._derivable is None:
-            found = [n for _, data in self.parsed for n in numbers(data)]
-            plain = [content for _, content in self.results if parse(content) is None]
-            found += [v for text in plain for v in source_values(text)[0]]
+            found: list[float] = []
+            for i, (_, content) in enumerate(self.results):
+                found += numbers(self.parsed[i][1]) if i in self.parsed else source_values(content)[0]
             found = found or self.context.raw
             self._derivable = sorted(list(dict.fromkeys(found))[:DERIVATION_POOL])
         return self._derivable
@@ -189,6 +191,8 @@ def _percent_of(pool: list[float], value: float, half: float) -> str:
 
 
 def _pair_sum(xs: list[float], lo: float, hi: float) -> tuple[float, float] | None:
+    if not xs or lo > 2 * xs[-1]:  # above any sum of two: an invented large figure costs no walk
+        return None
     for i, x in enumerate(xs):  # a bisection per value (C) beats a two-pointer walk in Python
         if 2 * x > hi:
             break
@@ -199,6 +203,8 @@ def _pair_sum(xs: list[float], lo: float, hi: float) -> tuple[float, float] | No
 
 
 def _pair_difference(xs: list[float], lo: float, hi: float) -> tuple[float, float] | None:
+    if not xs or lo > xs[-1] - xs[0]:
+        return None
     for i, x in enumerate(xs):
         j = bisect_left(xs, x + lo, i + 1)
         if j < len(xs) and xs[j] <= x + hi:
