@@ -129,6 +129,7 @@ def test_promtool_accepts_the_config_and_rules(built: Stack) -> None:
         "OllamaDown",
         "AgentErrorRate",
         "AgentAuditWriteFailing",
+        "AgentAnswersUngrounded",
     } <= names
 
 
@@ -168,6 +169,9 @@ def test_dashboard_covers_the_design_metrics() -> None:
         "agent_llm_time_to_first_token_seconds",
         "agent_rejected_total",
         "mcp_tool_calls_total",
+        "agent_grounding_checks_total",
+        "agent_ungrounded_figures_total",
+        "agent_client_tasks_total",
     ):
         assert metric in exprs, metric
     assert "by (le, round)" in exprs  # per-round percentiles, one line per round
