@@ -38,6 +38,7 @@ def test_loader_refuses_existing_tables_unless_replace(mcp_postgres: ToolServer)
     cmd = [str(VENV_BIN / "mcp-server"), "load-demo", "--db-url", mcp_postgres.db_url, "--date", "2026-01-15"]
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert again.returncode != 0 and "already exists" in again.stderr
+    assert "add --replace" in again.stderr  # the hint comes from the error's SQLSTATE, whatever the language
     replaced = subprocess.run([*cmd, "--replace"], capture_output=True, text=True, timeout=120)
     assert replaced.returncode == 0, replaced.stderr
     assert "customers=20" in replaced.stdout

@@ -98,7 +98,9 @@ def load_demo(db_url: str, day: str | None, replace: bool) -> int:
             demo.write_sqlite(sqlite_path_from_url(db_url), today)
             counts = {table: len(rows) for table, rows in demo.generate(today).items()}
     except (psycopg.Error, DatabaseError, OSError) as exc:
-        hint = " (add --replace to drop the existing demo tables)" if "already exists" in str(exc) else ""
+        # By SQLSTATE (42P07), not by the message: a server with lc_messages set translates the text.
+        existing = isinstance(exc, psycopg.errors.DuplicateTable)
+        hint = " (add --replace to drop the existing demo tables)" if existing else ""
         print(f"mcp-server load-demo: {exc}{hint}", file=sys.stderr)
         return 1
     print(

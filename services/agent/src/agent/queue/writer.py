@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from agent.queue.keys import (
     LOCK_TTL_MS,
@@ -126,11 +126,32 @@ class EventWriter:
                 pipe.lpush(ROUND_TIMES, f"{self.round_time:.4f}")
                 pipe.ltrim(ROUND_TIMES, 0, ROUND_TIMES_KEPT - 1)
             results = await pipe.execute(raise_on_error=False)
-        for result in results:  # a re-sent batch (retry after a lost reply) is refused by id: that is fine
-            if isinstance(result, Exception) and "equal or smaller" not in str(result):
-                raise result
+            await self._raise_errors(results, len(batch))
         for check, result in zip(checks, results[len(batch) + 1 :], strict=False):
             check(result)
+
+    async def _raise_errors(self, results: list[Any], sent: int) -> None:
+        """Raise the first failed command, except XADDs refused because the stream already holds their id.
+
+        A batch re-sent after a lost reply finds its entries written: the stream's last id, not the error's
+        text, tells a duplicate from a real failure (a wrong-typed key, a full memory).
+        """
+        for result in results[sent:]:
+            if isinstance(result, Exception):
+                raise result
+        first = self._seq - sent + 1
+        refused = [(first + i, r) for i, r in enumerate(results[:sent]) if isinstance(r, Exception)]
+        if not refused:
+            return
+        try:
+            info = await self.redis.xinfo_stream(events_key(self.job_id))
+        except ResponseError:  # no stream (or not a stream): nothing was written before, the refusal is real
+            raise refused[0][1] from None
+        last_id = info["last-generated-id"]
+        top = int((last_id.decode() if isinstance(last_id, bytes) else str(last_id)).rpartition("-")[2])
+        for seq, error in refused:
+            if not isinstance(error, ResponseError) or seq > top:
+                raise error
 
     def _on_cancel_flag(self, present: Any) -> None:
         if present:
