@@ -190,9 +190,26 @@ def test_rotation_by_size_keeps_the_chain_across_files(tmp_path: Path) -> None:
     assert report.problem is not None and report.problem.file == middle.name and report.problem.line == 3
 
 
-def test_retention_deletes_old_files_and_records_the_deletion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_injected_clock_stamps_records_and_decides_the_daily_rotation(tmp_path: Path) -> None:
+    clock = Clock()  # a day that is not today: the log must not mix it with the machine's clock
+    log = AuditLog(tmp_path, KEY, clock=clock)
+    for i in range(3):
+        clock.now += timedelta(minutes=1)
+        log.append(request(i))
+    assert rotated_files(tmp_path) == []  # three appends on one day: no rotation
+    assert [json.loads(line)["time"] for line in lines(tmp_path)] == [
+        "2026-01-01T12:01:00.000Z",
+        "2026-01-01T12:02:00.000Z",
+        "2026-01-01T12:03:00.000Z",
+    ]
+    clock.now += timedelta(days=1)
+    log.append(request(4))
+    assert len(rotated_files(tmp_path)) == 1 and len(lines(tmp_path)) == 1  # the next day rotates once
+    assert verify(tmp_path, KEY).ok
+
+
+def test_retention_deletes_old_files_and_records_the_deletion(tmp_path: Path) -> None:
     clock = Clock()
-    monkeypatch.setattr("agent.security.audit.now_iso", lambda: clock.now.isoformat().replace("+00:00", "Z"))
     log = AuditLog(tmp_path, KEY, retention_days=30, clock=clock)
     for day in range(40):
         clock.now += timedelta(days=1)

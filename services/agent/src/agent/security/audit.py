@@ -43,8 +43,9 @@ def seal(key: bytes, record: dict[str, Any]) -> str:
     return hmac.new(key, canonical(body), hashlib.sha256).hexdigest()
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def iso(moment: datetime) -> str:
+    """A record's `time`: UTC, milliseconds, `Z` (its first ten characters are the day rotation compares)."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def rotated_files(directory: Path) -> list[Path]:
@@ -166,10 +167,11 @@ class AuditLog:
 
     def _write(self, record: dict[str, Any]) -> dict[str, Any]:
         tail = self._read_tail()
-        if tail.stamp[1] and (tail.stamp[1] >= self.rotate_bytes or tail.first_day != self._today()):
+        now = iso(self.clock())  # one reading: the record's time and the rotation day always agree
+        if tail.stamp[1] and (tail.stamp[1] >= self.rotate_bytes or tail.first_day != now[:10]):
             self._rotate()
             tail = self._read_tail()
-        sealed = {"time": now_iso(), **record, "seq": tail.seq + 1, "prev": tail.mac}
+        sealed = {"time": now, **record, "seq": tail.seq + 1, "prev": tail.mac}
         sealed["mac"] = seal(self.key, sealed)
         line = json.dumps(sealed, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
@@ -179,12 +181,9 @@ class AuditLog:
             st = os.fstat(fd)
         finally:
             os.close(fd)
-        first_day = tail.first_day if tail.stamp[1] else str(sealed["time"])[:10]
+        first_day = tail.first_day if tail.stamp[1] else now[:10]
         self._tail = _Tail((st.st_ino, st.st_size), sealed["seq"], sealed["mac"], first_day)
         return sealed
-
-    def _today(self) -> str:
-        return self.clock().strftime("%Y-%m-%d")
 
     def _read_tail(self) -> _Tail:
         try:
