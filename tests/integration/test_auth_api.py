@@ -97,6 +97,7 @@ def agent_process(
         "AUDIT_DIR": str(tmp / "audit"),
         "AUDIT_KEY": AUDIT_KEY,
         "RATE_LIMIT_PER_MINUTE": "0",
+        "TOOL_RETRIEVAL": "off",  # these tests check the role's whole list (retrieval has test_tool_retrieval.py)
         **extra,
     }
     with running(["agent-api"], env=env, ready_url=f"http://127.0.0.1:{port}/healthz"):

@@ -74,6 +74,7 @@ def front(fake_ollama: FakeOllama, mcp_server: McpServer) -> Iterator[Front]:
         "AUDIT_DIR": str(tmp / "audit"),
         "RATE_LIMIT_PER_MINUTE": "3",
         "RATE_LIMIT_BACKEND": "memory",
+        "TOOL_RETRIEVAL": "off",  # the role's whole list is what these tests check
     }
     with running(["agent-api"], env=env, ready_url=f"http://127.0.0.1:{port}/healthz"):
         yield Front(f"http://127.0.0.1:{port}", frontend_key, plain_key, tmp / "audit")

@@ -69,6 +69,13 @@ class Settings(BaseSettings):
     """a tool result is cut to this before the model reads it"""
     tools_cache_seconds: float = 60.0
     """how long the MCP tool list is cached (a changed docstring reaches the model after this)"""
+    tool_retrieval: Literal["off", "lexical"] = "lexical"
+    """before the first round, offer the model only the `TOOL_TOP_K` allowed tools that best fit the question (plus
+    any named in it or called earlier): `lexical` (BM25 with Turkish folding, no dependency) or `off` (every allowed
+    tool) —
+    [tools.md](tools.md#tool-retrieval)"""
+    tool_top_k: int = Field(default=4, ge=1, le=100)
+    """how many ranked tools `TOOL_RETRIEVAL` offers per request"""
     round_timeout_seconds: float = 120.0
     """longest single LLM round before 504 (the RQ job timeout is this + 30 s)"""
     max_body_bytes: int = 1_000_000

@@ -199,6 +199,7 @@ def _content(
         "rounds": trail.rounds,
         "answer_sha256": trail.answer_sha256,
         "grounding": trail.grounding,
+        "tools_offered": trail.offered,
     }
     if task is not None:
         return base | {"kind": "client_task", "task": task.kind, "question": None, "question_sha256": None}

@@ -15,7 +15,8 @@ from agent.loop.engine import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, T
 def trace_field(final: FinalEvent) -> dict[str, Any]:
     """The machine-readable trace beside the `Tools used:` footer (extension field `local_agent`)."""
     trace = {"tools_used": final.tools_used, "tool_calls": [t.to_dict() for t in final.trace], "rounds": final.rounds}
-    return trace | ({"grounding": final.grounding} if final.grounding is not None else {})
+    trace |= {"grounding": final.grounding} if final.grounding is not None else {}
+    return trace | ({"retrieval": final.retrieval} if final.retrieval is not None else {})
 
 
 def usage_field(usage: Usage) -> dict[str, int]:

@@ -59,6 +59,7 @@ class Trail:
     answer_sha256: str | None = None
     rounds: int = 0
     grounding: dict[str, Any] | None = None
+    offered: list[dict[str, Any]] | None = None  # the tools the model was shown and why (agent.loop.retrieval)
     _round: int = 0
 
     def observe(self, event: LoopEvent, pseudonyms: Pseudonymizer) -> None:
@@ -69,6 +70,8 @@ class Trail:
         elif isinstance(event, FinalEvent):
             self.answer_sha256 = hashlib.sha256(event.answer.encode()).hexdigest()
             self.rounds = event.rounds
+            if event.retrieval is not None:
+                self.offered = event.retrieval["offered"]
             if event.grounding is not None:  # which figures were not found: the figures only, never the answer
                 g = event.grounding
                 self.grounding = {

@@ -27,6 +27,7 @@ from agent.backends.base import (
 )
 from agent.loop import grounding_mode
 from agent.loop.prompt import SYSTEM_PROMPT, tool_result_message
+from agent.loop.retrieval import Retriever
 from agent.mcp_client import ToolBox, ToolSpec
 from agent.settings import Settings
 from agent_contract.labels import TOOL_CALLED, AgentToolOutcome, duration_ms, tool_label
@@ -110,6 +111,7 @@ class FinalEvent:
     rounds: int
     trace: list[TraceEntry]
     grounding: dict[str, Any] | None = None  # agent.loop.grounding_mode: the verdict on the answer's figures
+    retrieval: dict[str, Any] | None = None  # agent.loop.retrieval: which tools were offered, and why
 
     @property
     def tools_used(self) -> list[str]:
@@ -132,12 +134,15 @@ class ToolLoop:
 
     def __init__(self, settings: Settings, backend: ModelBackend, toolbox: ToolBox) -> None:
         self.settings, self.backend, self.toolbox = settings, backend, toolbox
+        self.retriever = Retriever(settings.tool_retrieval, settings.tool_top_k)
 
     async def run(
         self, conversation: list[Message], model: str, caller: Caller, request_id: str = ""
     ) -> AsyncIterator[LoopEvent]:
-        specs = {s.name: s for s in await self.toolbox.list_tools() if caller.may_use(s.name)}
-        state = _State([{"role": "system", "content": SYSTEM_PROMPT}, *conversation])
+        tools = await self.toolbox.list_tools()
+        specs = {s.name: s for s in tools if caller.may_use(s.name)}  # authorization first: retrieval only narrows
+        selection = self.retriever.select(tools, list(specs), conversation)  # once: every round offers this set
+        state = _State([{"role": "system", "content": SYSTEM_PROMPT}, *conversation], retrieval=selection.trace())
         # withhold mode: no answer text leaves before the grounding check (docs/grounding.md, "Streaming")
         hold = self.settings.grounding_mode == "withhold"
         max_rounds = self.settings.max_tool_rounds
@@ -145,7 +150,7 @@ class ToolLoop:
         while True:
             rnd += 1
             final = rnd > max_rounds or state.force_final
-            offered = None if final else [s.ollama() for n, s in specs.items() if n not in state.failed] or None
+            offered = None if final else [specs[n].ollama() for n in selection.names if n not in state.failed] or None
             calls: list[ToolCall] = []
             async for event in self._round(state, model, offered, request_id, rnd):
                 if isinstance(event, ToolCallsDelta):
@@ -201,7 +206,9 @@ class ToolLoop:
         if tail := footer(used):
             state.answer += tail
             yield TextEvent(tail)
-        yield FinalEvent(state.answer, state.finish_reason, state.usage, rnd, state.trace, verdict.trace())
+        yield FinalEvent(
+            state.answer, state.finish_reason, state.usage, rnd, state.trace, verdict.trace(), state.retrieval
+        )
 
     async def _round(
         self, state: _State, model: str, tools: list[dict[str, Any]] | None, request_id: str, rnd: int
@@ -306,3 +313,4 @@ class _State:
     round_text: str = ""
     finish_reason: str = "stop"
     force_final: bool = False
+    retrieval: dict[str, Any] | None = None
