@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import time
+from collections.abc import Callable
 
 import structlog
 from prometheus_client import CollectorRegistry, generate_latest
@@ -41,7 +42,9 @@ def token_matches(header: str | None, token: str) -> bool:
 class AuthMiddleware:
     """Pure ASGI (streaming-safe): 401 on the protected prefix without the bearer token; binds request_id."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, protected_prefix: str, metrics: Metrics) -> None:
+    def __init__(
+        self, app: ASGIApp, *, token: Callable[[], str | None] | None, protected_prefix: str, metrics: Metrics
+    ) -> None:
         self.app = app
         self.token = token
         self.prefix = protected_prefix
@@ -66,7 +69,10 @@ class AuthMiddleware:
         return path == self.prefix or path.startswith(self.prefix + "/")
 
     def _authorized(self, scope: Scope) -> bool:
-        return self.token is None or token_matches(_header(scope, b"authorization"), self.token)
+        if self.token is None:  # MCP_ALLOW_NO_TOKEN
+            return True
+        required = self.token()  # read per request: a rotated MCP_TOKEN_FILE applies without a restart
+        return required is not None and token_matches(_header(scope, b"authorization"), required)
 
     async def _forward(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         started = time.perf_counter()

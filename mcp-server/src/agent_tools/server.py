@@ -137,7 +137,7 @@ def create_server(settings: Settings, *, metrics: Metrics | None = None) -> Tool
 
 def create_app(settings: Settings) -> ASGIApp:
     """The HTTP app: /mcp (streamable HTTP, stateless, JSON responses, bearer auth), /healthz, /metrics."""
-    token = settings.checked_token()
+    token = settings.token_source()
     server = create_server(settings)
 
     async def healthz(request: Request) -> Response:

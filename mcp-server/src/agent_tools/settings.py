@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
@@ -11,7 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from agent_contract.secrets import SecretFileError, read_secret
+from agent_contract.secrets import RotatingSecret, SecretFileError, read_secret
 
 # Loopback names plus the compose service name: the Host header a peer on the internal network sends.
 DEFAULT_ALLOWED_HOSTS = [
@@ -127,9 +128,26 @@ class Settings(BaseSettings):
                 "MCP_TOKEN is not set: the server refuses to start without a bearer token. "
                 "Set MCP_TOKEN (or MCP_TOKEN_FILE), or MCP_ALLOW_NO_TOKEN=true for local development only."
             )
-        if len(token) < MIN_TOKEN_LENGTH or token.lower() in PLACEHOLDER_TOKENS:
+        if not _strong(token):
             raise ConfigError(f"MCP_TOKEN is too weak: use a random value of at least {MIN_TOKEN_LENGTH} characters")
         return token
+
+    def token_source(self) -> Callable[[], str | None] | None:
+        """What the HTTP app requires on each request (None: open, MCP_ALLOW_NO_TOKEN), following MCP_TOKEN_FILE
+        while the server runs: a token rotated by secrets-init is required from the next request on. A file
+        rotated to an empty or weak value refuses every call (never runs open)."""
+        if self.checked_token() is None:
+            return None
+        try:
+            source = RotatingSecret(self.mcp_token, self.mcp_token_file, "MCP_TOKEN")
+        except SecretFileError as exc:
+            raise ConfigError(str(exc)) from exc
+
+        def current() -> str | None:
+            token = source.get()
+            return token if token and _strong(token) else None
+
+        return current
 
     def demo_db_path(self) -> Path:
         return self.data_dir / "reports-demo.sqlite3"
@@ -161,3 +179,7 @@ def environ_summary() -> dict[str, str]:
         "MCP_REQUIRE_IDENTITY",
     ]
     return {name: ("set" if os.environ.get(name) else "unset") for name in names}
+
+
+def _strong(token: str) -> bool:
+    return len(token) >= MIN_TOKEN_LENGTH and token.lower() not in PLACEHOLDER_TOKENS

@@ -47,3 +47,15 @@ def test_timezone_precedence_and_validation(monkeypatch: pytest.MonkeyPatch) -> 
     assert Settings(mcp_timezone="Asia/Tokyo").timezone_name() == "Asia/Tokyo"
     with pytest.raises(ConfigError, match="not a known time zone"):
         Settings(mcp_timezone="Mars/Base").zone()
+
+
+def test_a_token_file_rotated_to_an_empty_or_weak_value_refuses_every_call(tmp_path: Path) -> None:
+    path = tmp_path / "tok"
+    path.write_text("s" * 20)
+    current = Settings(mcp_token=None, mcp_token_file=path).token_source()
+    assert current is not None and current() == "s" * 20
+    for weak in ("", "changeme"):
+        (tmp_path / "new").write_text(weak)
+        (tmp_path / "new").rename(path)
+        assert current() is None  # AuthMiddleware refuses when there is no required token: never open
+    assert Settings(mcp_token=None, mcp_allow_no_token=True).token_source() is None

@@ -10,7 +10,7 @@ import asyncio
 import contextvars
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,9 +85,17 @@ class ToolBox:
     """Lists and calls the MCP server's tools; raises DependencyDown when the server cannot be reached."""
 
     def __init__(
-        self, url: str, token: str | None, timeout: float, cache_seconds: float, policy: Policy | None = None
+        self,
+        url: str,
+        token: str | Callable[[], str | None] | None,
+        timeout: float,
+        cache_seconds: float,
+        policy: Policy | None = None,
     ) -> None:
-        self.url, self.token, self.timeout, self.cache_seconds = url, token, timeout, cache_seconds
+        # A callable token is read on every request (agent_contract.secrets.RotatingSecret.get): a rotated
+        # MCP_TOKEN_FILE applies from the next call, without a restart or a reconnect.
+        self.token = token if callable(token) else lambda: token
+        self.url, self.timeout, self.cache_seconds = url, timeout, cache_seconds
         self.policy = policy  # checked against every fresh tool list: a tool it names may have been misspelt
         self._unknown: list[str] = []
         self._client: Client | None = None
@@ -98,21 +106,28 @@ class ToolBox:
         self._lock = asyncio.Lock()
         self._tools: list[ToolSpec] = []
         self._listed_at = 0.0
+        self._refused = False  # the MCP server's last answer was 401: the tokens differ
 
     def _http(self) -> httpx2.AsyncClient:
-        auth = {headers.AUTHORIZATION: f"Bearer {self.token}"} if self.token else {}
-
         async def add_request_id(request: httpx2.Request) -> None:
+            if token := self.token():
+                request.headers[headers.AUTHORIZATION] = f"Bearer {token}"
             if request_id_var.get():
                 request.headers[headers.REQUEST_ID] = request_id_var.get()
             identity = identity_var.get()
             if identity is not None:
                 request.headers.update(identity.headers())
 
+        async def note_refusal(response: httpx2.Response) -> None:
+            # The MCP SDK turns a 401 into "Server returned an error response": keep the status to name it.
+            if response.status_code == 401:
+                self._refused = True
+            elif response.is_success:
+                self._refused = False
+
         return httpx2.AsyncClient(
-            headers=auth,
             timeout=httpx2.Timeout(self.timeout + 5, connect=3.0),
-            event_hooks={"request": [add_request_id]},
+            event_hooks={"request": [add_request_id], "response": [note_refusal]},
         )
 
     async def _hold(self) -> None:
@@ -145,11 +160,19 @@ class ToolBox:
             return self._client
 
     def _down(self, why: str) -> DependencyDown:
-        down = DependencyDown(
-            f"The MCP tool server is unreachable at {self.url} ({why}). Check that the "
-            "`mcp-server` service is running and that MCP_URL and MCP_TOKEN match it.",
-            code="mcp_unavailable",
-        )
+        if self._refused:
+            detail = (
+                f"The MCP tool server at {self.url} refused the agent's token (401 Unauthorized): agent-api and "
+                "mcp-server hold different MCP_TOKENs. In the compose stack both read the mcp-secret volume and "
+                "pick up a new token within a second of `docker compose up -d` (secrets-init rewrites it); "
+                "elsewhere give both services the same MCP_TOKEN or MCP_TOKEN_FILE."
+            )
+        else:
+            detail = (
+                f"The MCP tool server is unreachable at {self.url} ({why}). Check that the "
+                "`mcp-server` service is running and that MCP_URL and MCP_TOKEN match it."
+            )
+        down = DependencyDown(detail, code="mcp_unavailable")
         down.public = (
             "The company's tools are unavailable right now. Try again in a minute; "
             "if it keeps happening, tell the operator (details in /readyz)."
@@ -214,12 +237,13 @@ class ToolBox:
             text = json.dumps(result.structured_content, ensure_ascii=False)
         return ToolResult(bool(result.is_error), text)
 
-    async def ping(self) -> bool:
+    async def problem(self) -> str | None:
+        """What keeps the tools from working (the operator's message, for /readyz), or None."""
         try:
             await self.list_tools(refresh=True)
-        except DependencyDown:
-            return False
-        return True
+        except DependencyDown as exc:
+            return str(exc)
+        return None
 
     async def aclose(self) -> None:
         self._reset()

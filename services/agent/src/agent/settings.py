@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent_contract.secrets import read_secret
+from agent_contract.secrets import RotatingSecret, read_secret
 
 
 class Settings(BaseSettings):
@@ -171,6 +171,10 @@ class Settings(BaseSettings):
     def mcp_secret(self) -> str | None:
         """The bearer token for the MCP server: MCP_TOKEN, else the contents of MCP_TOKEN_FILE."""
         return read_secret(self.mcp_token, self.mcp_token_file, "MCP_TOKEN")
+
+    def mcp_token_source(self) -> RotatingSecret:
+        """The MCP token, re-read when MCP_TOKEN_FILE changes: a rotation reaches the running API."""
+        return RotatingSecret(self.mcp_token, self.mcp_token_file, "MCP_TOKEN")
 
     def model_endpoint(self) -> str:
         return (self.model_url or self.ollama_url).rstrip("/")

@@ -78,7 +78,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
         app.state.backend = backend or make_backend(settings)
         app.state.toolbox = toolbox or ToolBox(
             settings.mcp_url,
-            settings.mcp_secret(),
+            settings.mcp_token_source().get,
             settings.tool_timeout_seconds,
             settings.tools_cache_seconds,
             policy=app.state.security.policy,

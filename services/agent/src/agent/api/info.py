@@ -108,8 +108,9 @@ def add_info_routes(app: FastAPI, settings: Settings) -> None:
             model_check["fix"] = "; ".join(pull_hint(m) for m in missing)
         elif not status.reachable:
             model_check["fix"] = status.detail  # names what is down and how to start it
-        mcp_ok = await request.app.state.toolbox.ping()
-        checks = {"model": model_check, "mcp_server": {"ok": mcp_ok, "url": settings.mcp_url}}
+        mcp_problem = await request.app.state.toolbox.problem()
+        mcp_check = {"ok": mcp_problem is None, "url": settings.mcp_url}
+        checks = {"model": model_check, "mcp_server": mcp_check | ({"detail": mcp_problem} if mcp_problem else {})}
         ready = all(c["ok"] for c in checks.values())
         return JSONResponse(
             {"status": "ready" if ready else "degraded", "checks": checks}, status_code=200 if ready else 503
