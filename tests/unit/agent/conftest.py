@@ -69,8 +69,8 @@ class MemoryToolBox:
     def audit_rules(self, name: str) -> ArgumentRules:
         return next((s.audit for s in self.specs if s.name == name), ArgumentRules())
 
-    async def ping(self) -> bool:
-        return True
+    async def problem(self) -> str | None:
+        return None
 
     async def aclose(self) -> None:
         return None

@@ -76,8 +76,8 @@ class NameBox:
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         return ToolResult(False, FOUND)
 
-    async def ping(self) -> bool:
-        return True
+    async def problem(self) -> str | None:
+        return None
 
     async def aclose(self) -> None:
         return None
