@@ -80,6 +80,18 @@ WRONG_INVOCATIONS: list[tuple[str, list[str], dict[str, str], tuple[str, ...]]] 
         {"REDIS_URL": "redis://:secret-pw@127.0.0.1:1/0", "WORKER_METRICS_PORT": "0"},
         ("Redis unreachable at redis://127.0.0.1:1/0", "REDIS_URL"),
     ),
+    (
+        "agent-worker: TLS file with a redis:// URL",
+        ["agent-worker"],
+        {"REDIS_URL": "redis://:secret-pw@127.0.0.1:1/0", "REDIS_TLS_CA_FILE": "/nonexistent/ca.crt"},
+        ("REDIS_TLS_CA_FILE set, but REDIS_URL redis://127.0.0.1:1/0 is not TLS", "rediss://"),
+    ),
+    (
+        "agent-worker: unreadable Redis password file",
+        ["agent-worker"],
+        {"REDIS_URL": "redis://127.0.0.1:1/0", "REDIS_PASSWORD_FILE": "/nonexistent/redis-password"},
+        ("REDIS_PASSWORD_FILE /nonexistent/redis-password cannot be read",),
+    ),
     ("agent-admin: no area", ["agent-admin"], {}, ("required",)),
     ("agent-admin: role missing", ["agent-admin", "keys", "add", "bob"], {}, ("--role",)),
     ("agent-admin: unknown role", ["agent-admin", "keys", "add", "bob", "--role", "root"], {}, ("not in the policy",)),

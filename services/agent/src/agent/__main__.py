@@ -15,6 +15,7 @@ def serve() -> int:
     import uvicorn  # imported only to serve: `--help` and `--version` start nothing
 
     from agent.api.app import create_app
+    from agent.redisconn import connection_options
     from agent.settings import get_settings
     from agent_contract.logs import configure
     from agent_contract.slowclients import deadline_protocol
@@ -23,6 +24,8 @@ def serve() -> int:
     configure(settings.log_level)
     try:
         settings.mcp_secret()  # read now: an unreadable MCP_TOKEN_FILE is a start-up error, not a 503 later
+        if settings.model_backend == "queue" or settings.rate_limit_backend == "redis":
+            connection_options(settings)  # the same for REDIS_PASSWORD_FILE and the TLS files
         app = create_app(settings)
     except ValueError as exc:  # PolicyError, SecretFileError, an unreadable audit key: the message says which
         structlog.get_logger("agent").error("config_refused", error=str(exc))

@@ -40,7 +40,21 @@ class Settings(BaseSettings):
     model_cache_prompt: bool = False
     """llama.cpp's prompt cache makes temperature-0 answers differ run to run: off unless asked for"""
     redis_url: str = "redis://127.0.0.1:6379/0"
-    """the GPU queue (API and worker); also the rate-limit window with `RATE_LIMIT_BACKEND=auto`"""
+    """the GPU queue (API and worker); also the rate-limit window with `RATE_LIMIT_BACKEND=auto`. `rediss://` for TLS.
+    Credentials in the URL win over `REDIS_USERNAME` / `REDIS_PASSWORD`; messages show it without them"""
+    redis_username: str | None = None
+    """the Redis ACL user (unset: `default`)"""
+    redis_password: SecretStr | None = None
+    """the Redis password, when `REDIS_URL` carries none"""
+    redis_password_file: Path | None = None
+    """a file holding the Redis password, read when `REDIS_PASSWORD` is unset (compose: written by `secrets-init`; a
+    worker host: a copy of the main host's file)"""
+    redis_tls_ca_file: Path | None = None
+    """`rediss://`: the CA certificate(s) that signed the Redis server's certificate (unset: the system's CAs)"""
+    redis_tls_cert_file: Path | None = None
+    """`rediss://`: this client's certificate, when Redis checks clients' certificates (`tls-auth-clients yes`)"""
+    redis_tls_key_file: Path | None = None
+    """`rediss://`: the key of `REDIS_TLS_CERT_FILE`"""
     mcp_url: str = "http://127.0.0.1:8001/mcp"
     """the MCP tool server"""
     mcp_token: SecretStr | None = None

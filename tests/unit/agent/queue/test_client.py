@@ -1,4 +1,4 @@
-"""Pure parts of the API side of the GPU queue: Retry-After estimation, queue choice, URL redaction."""
+"""Pure parts of the API side of the GPU queue: Retry-After estimation and queue choice."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import pytest
 from agent.backends.base import RoundRequest
 from agent.queue import keys
 from agent.queue.client import estimate_retry_after, queue_for
-from agent.queue.registry import redacted
 
 
 def make(round_no: int) -> RoundRequest:
@@ -37,8 +36,3 @@ def test_rounds_of_conversations_under_way_use_the_queue_read_first() -> None:
     assert queue_for(make(2)) == keys.QUEUE_CONTINUING
     assert queue_for(make(5)) == keys.QUEUE_CONTINUING
     assert queue_for(make(3), continuing_first=False) == keys.QUEUE_NEW
-
-
-def test_redis_url_in_messages_never_carries_the_password() -> None:
-    assert redacted("redis://:s3cret@redis:6379/0") == "redis://redis:6379/0"
-    assert redacted("redis://user:pw@10.0.0.5/2") == "redis://10.0.0.5:6379/2"

@@ -33,7 +33,8 @@ from agent.errors import DependencyDown, QueueFull, QueueTimeout
 from agent.metrics import QUEUE_DEPTH, QUEUE_WAIT, REJECTED
 from agent.queue import keys, rq_adapter
 from agent.queue.events import error_from
-from agent.queue.registry import WorkerRegistry, redacted
+from agent.queue.registry import WorkerRegistry
+from agent.redisconn import connection_options, redacted
 from agent.settings import Settings
 
 BLOCK_MS = 1000  # XREAD BLOCK; the socket timeout below must exceed it
@@ -88,8 +89,10 @@ class QueueBackend:
         self.where = redacted(settings.redis_url)
         self.continuing_first = True
         # Each admitted round holds a connection only while its XREAD blocks: depth + running + margin.
+        options = connection_options(settings)
         pool = aioredis.BlockingConnectionPool.from_url(
             settings.redis_url,
+            **options,
             decode_responses=True,
             max_connections=settings.max_queue_depth + 32,
             timeout=5,
@@ -100,7 +103,7 @@ class QueueBackend:
         self.redis = aioredis.Redis(connection_pool=pool)
         self.workers = WorkerRegistry(self.redis, self.where)
         self._sync = Redis.from_url(
-            settings.redis_url, socket_timeout=5, socket_connect_timeout=1, retry=Retry(NoBackoff(), 1)
+            settings.redis_url, **options, socket_timeout=5, socket_connect_timeout=1, retry=Retry(NoBackoff(), 1)
         )
         # (queue, limited?) → queue object; retried rounds use the unlimited ones
         self._queues = rq_adapter.admitting_queues(self._sync, settings.max_queue_depth)

@@ -10,7 +10,6 @@ import json
 import math
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -18,14 +17,9 @@ from redis.exceptions import RedisError
 from agent.backends.base import ModelStatus
 from agent.errors import DependencyDown
 from agent.queue import keys
+from agent.redisconn import fix_hint
 
 WORKERS_CACHE = 1.0  # seconds a list of live workers is reused by the rounds being admitted
-
-
-def redacted(url: str) -> str:
-    """The Redis URL as messages show it: never the password."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}{parts.path}"
 
 
 class WorkerRegistry:
@@ -69,7 +63,4 @@ class WorkerRegistry:
         )
 
     def redis_down(self, exc: Exception) -> DependencyDown:
-        return DependencyDown(
-            f"Redis unreachable at {self.where} ({type(exc).__name__}: {exc}). Check that the "
-            "`redis` service is running and REDIS_URL is right."
-        )
+        return DependencyDown(f"Redis unreachable at {self.where} ({type(exc).__name__}: {exc}). {fix_hint(exc)}")

@@ -35,8 +35,8 @@ from agent.backends.models import has_model
 from agent.backends.ollama import pull_hint, warm_up
 from agent.metrics import GPU_BUSY, MODEL_PRESENT, OLLAMA_UP
 from agent.queue import jobs, keys
-from agent.queue.registry import redacted
 from agent.queue.rq_adapter import gpu_worker
+from agent.redisconn import connection_options, fix_hint, redacted
 from agent.settings import Settings, get_settings
 from agent_contract.logs import configure
 
@@ -46,10 +46,11 @@ PROBE_EVERY = 15.0  # re-read /api/tags this often (faster while Ollama or the m
 log = structlog.get_logger("agent.queue.worker")
 
 
-def _async_redis(url: str) -> aioredis.Redis:
+def _async_redis(settings: Settings) -> aioredis.Redis:
     # One quick retry survives a pooled connection that a Redis restart closed; no 10-retry backoff.
     return aioredis.Redis.from_url(
-        url,
+        settings.redis_url,
+        **connection_options(settings),
         decode_responses=True,
         socket_timeout=5,
         socket_connect_timeout=2,
@@ -66,7 +67,7 @@ def start_runtime(settings: Settings, worker_id: str) -> jobs.Runtime:
     async def build() -> jobs.Runtime:
         timeout = httpx.Timeout(settings.round_timeout_seconds, connect=5.0)
         http = httpx.AsyncClient(timeout=timeout, headers=settings.model_headers())
-        return jobs.Runtime(settings, worker_id, loop, _async_redis(settings.redis_url), http)
+        return jobs.Runtime(settings, worker_id, loop, _async_redis(settings), http)
 
     return asyncio.run_coroutine_threadsafe(build(), loop).result()
 
@@ -163,8 +164,13 @@ def worker_id(settings: Settings) -> str:
 
 def _connect(settings: Settings) -> Redis:
     """The RQ connection, checked once: Redis down at start is one line naming the URL, not a traceback."""
+    try:
+        options = connection_options(settings)
+    except ValueError as exc:  # an unreadable password or TLS file, TLS files with a redis:// URL
+        raise cli.UsageError(str(exc)) from exc
     conn = Redis.from_url(
         settings.redis_url,
+        **options,
         socket_connect_timeout=2,
         health_check_interval=30,
         retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
@@ -173,8 +179,7 @@ def _connect(settings: Settings) -> Redis:
         conn.ping()
     except RedisError as exc:
         raise cli.UsageError(
-            f"Redis unreachable at {redacted(settings.redis_url)} ({type(exc).__name__}: {exc}); "
-            "start Redis or fix REDIS_URL (compose: `docker compose ps redis`)"
+            f"Redis unreachable at {redacted(settings.redis_url)} ({type(exc).__name__}: {exc}). {fix_hint(exc)}"
         ) from exc
     return conn
 

@@ -16,13 +16,14 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 import structlog
 from redis.exceptions import RedisError
 
 from agent.errors import AgentError, DependencyDown
+from agent.redisconn import connection_options
 from agent.settings import Settings
 
 log = structlog.get_logger("agent.security.ratelimit")
@@ -100,10 +101,15 @@ class MemoryLimiter:
 
 
 class RedisLimiter:
-    def __init__(self, url: str, per_minute: int) -> None:
+    def __init__(self, url: str, per_minute: int, options: dict[str, Any] | None = None) -> None:
         self.limit = per_minute
         pool = aioredis.BlockingConnectionPool.from_url(
-            url, max_connections=POOL_SIZE, timeout=WAIT_S, socket_connect_timeout=1.0, socket_timeout=WAIT_S
+            url,
+            **(options or {}),
+            max_connections=POOL_SIZE,
+            timeout=WAIT_S,
+            socket_connect_timeout=1.0,
+            socket_timeout=WAIT_S,
         )
         self.redis = aioredis.Redis(connection_pool=pool)
         self._script = self.redis.register_script(SLIDING_WINDOW)
@@ -133,7 +139,7 @@ def make_limiter(settings: Settings) -> RateLimiter:
     if backend == "auto":
         backend = "redis" if settings.model_backend == "queue" else "memory"
     if backend == "redis":
-        return RedisLimiter(settings.redis_url, settings.rate_limit_per_minute)
+        return RedisLimiter(settings.redis_url, settings.rate_limit_per_minute, connection_options(settings))
     return MemoryLimiter(settings.rate_limit_per_minute)
 
 
