@@ -59,6 +59,7 @@ THINK_LEVELS = {"low", "medium", "high", "max"}
 _TOKEN_RE = re.compile(r"\s+|\S+\s*")
 LOAD_NS = 1_000_000  # the model is always "already loaded"
 _MODIFIED_AT = "2026-01-01T00:00:00.000000000Z"
+RAW_LINE = "_raw_line"  # a chunk sent verbatim (stream_error.line), never as JSON
 
 
 class ScriptError(ValueError):
@@ -379,7 +380,7 @@ class Generation:
         for n, (kind, value) in enumerate(self.plan.steps):
             if error is not None and n >= int(error.get("after_tokens", 0)):
                 self.outcome = "error"
-                yield {"error": str(error.get("message", "stream error"))}
+                yield _error_chunk(error)
                 return
             if n:
                 await anyio.sleep(self.plan.token_delay)
@@ -391,7 +392,7 @@ class Generation:
                 yield self.chunk(False, **{kind: value})
         if error is not None:  # after_tokens beyond the reply: fail right before the done chunk
             self.outcome = "error"
-            yield {"error": str(error.get("message", "stream error"))}
+            yield _error_chunk(error)
             return
         self.outcome = "completed"
         yield self.done_chunk(on_done, start, first)
@@ -411,11 +412,18 @@ class Generation:
         return final
 
 
+def _error_chunk(error: Json) -> Json:
+    """`{"error": message}`, or with `line` that text verbatim (a broken NDJSON line, not JSON at all)."""
+    if "line" in error:
+        return {RAW_LINE: str(error["line"])}
+    return {"error": str(error.get("message", "stream error"))}
+
+
 def merge_chunks(chunks: Iterable[Json]) -> Json:
     """Non-streaming reply: concatenated content/thinking and all tool calls, on the done chunk."""
     content, thinking, calls, final = [], [], [], {}
     for chunk in chunks:
-        if "error" in chunk:
+        if "error" in chunk or RAW_LINE in chunk:
             return chunk
         message = chunk["message"]
         content.append(message.get("content", ""))
@@ -462,7 +470,7 @@ class GenerationResponse(Response):
     async def _send_body(self, send: Send) -> None:
         if not self.stream:
             merged = merge_chunks([c async for c in self.generation.chunks()])
-            self.status_code = 500 if "error" in merged else 200
+            self.status_code = 500 if "error" in merged or RAW_LINE in merged else 200
             payload = _dumps(merged)
             await send(_start(self.status_code, "application/json; charset=utf-8", len(payload)))
             await send({"type": "http.response.body", "body": payload})
@@ -475,6 +483,8 @@ class GenerationResponse(Response):
 
 
 def _dumps(obj: Json) -> bytes:
+    if RAW_LINE in obj:
+        return str(obj[RAW_LINE]).encode()
     return json.dumps(obj, separators=(",", ":")).encode()  # compact, like Go's encoder
 
 

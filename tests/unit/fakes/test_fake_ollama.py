@@ -189,6 +189,17 @@ async def test_stream_error_line_after_tokens_keeps_status_200(http: httpx.Async
     assert lines == [lines[0], {"error": "boom"}] and lines[0]["message"]["content"] == "a "
 
 
+async def test_stream_error_line_is_sent_verbatim(http: httpx.AsyncClient, state: FakeState) -> None:
+    state.configure({"default": {"content": "a b c", "stream_error": {"after_tokens": 2, "line": '{"cut'}}})
+    response = await http.post("/api/chat", json={"model": "qwen3:4b", "messages": USER})
+    assert response.status_code == 200
+    lines = response.text.splitlines()
+    assert len(lines) == 3 and lines[-1] == '{"cut' and json.loads(lines[1])["message"]["content"] == "b "
+    state.configure({"default": {"content": "a", "stream_error": {"line": "nope"}}})
+    whole = await http.post("/api/chat", json={"model": "qwen3:4b", "messages": USER, "stream": False})
+    assert (whole.status_code, whole.text) == (500, "nope")
+
+
 @pytest.mark.parametrize(
     ("body", "status", "error"),
     [

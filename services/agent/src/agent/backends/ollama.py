@@ -20,13 +20,13 @@ from agent.backends.base import (
     RoundDone,
     RoundEvent,
     RoundRequest,
-    TextDelta,
     ThinkingDelta,
     ToolCall,
     ToolCallsDelta,
 )
+from agent.backends.stream import RoundTimer, json_object, text_events, transport_errors
 from agent.backends.thinking import ThinkFilter
-from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError, UpstreamTimeout
+from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError
 
 NS = 1e9
 
@@ -81,62 +81,75 @@ def _tool_calls(raw: list[dict[str, Any]]) -> list[ToolCall]:
     return calls
 
 
+OLLAMA_FIX = "Check that the `ollama` service is running and OLLAMA_URL is right."
+TOKEN_FIELDS = ("content", "thinking", "tool_calls")  # a message with one of these is a first token
+
+
 async def stream_chat(
     http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool
 ) -> AsyncIterator[RoundEvent]:
     """Stream one /api/chat round as events; thinking is split off content on the way."""
-    started = time.monotonic()
-    first_token: float | None = None
-    think = ThinkFilter(holdback)
-    try:
+    chat = ChatRound(holdback)
+    with transport_errors("Ollama", url, OLLAMA_FIX):
         async with http.stream("POST", f"{url}/api/chat", json=request.ollama_body()) as resp:
             if resp.status_code != 200:
                 raise _error_for(resp.status_code, (await resp.aread()).decode(errors="replace"), request, url)
-            done: RoundDone | None = None
-            async for line in resp.aiter_lines():  # read to the end, so the connection is reused
-                if not line.strip() or done is not None:
-                    continue
-                chunk = json.loads(line)
-                if "error" in chunk:
-                    raise UpstreamError(f"Ollama failed mid-answer: {chunk['error']}")
-                msg = chunk.get("message") or {}
-                if first_token is None and (msg.get("content") or msg.get("thinking") or msg.get("tool_calls")):
-                    first_token = time.monotonic() - started
-                if msg.get("thinking"):
-                    think.holdback = False  # Ollama separates thinking itself: content is the answer
-                    yield ThinkingDelta(msg["thinking"])
-                if msg.get("content"):
-                    thinking, answer = think.feed(msg["content"])
-                    if thinking:
-                        yield ThinkingDelta(thinking)
-                    if answer:
-                        yield TextDelta(answer)
-                if msg.get("tool_calls"):
-                    yield ToolCallsDelta(_tool_calls(msg["tool_calls"]))
-                if chunk.get("done"):
-                    thinking, answer = think.finish()
-                    if thinking:
-                        yield ThinkingDelta(thinking)
-                    if answer:
-                        yield TextDelta(answer)
-                    done = RoundDone(
-                        done_reason=chunk.get("done_reason") or "stop",
-                        prompt_tokens=int(chunk.get("prompt_eval_count") or 0),
-                        completion_tokens=int(chunk.get("eval_count") or 0),
-                        total_duration_s=(chunk.get("total_duration") or 0) / NS,
-                        eval_duration_s=(chunk.get("eval_duration") or 0) / NS,
-                        time_to_first_token_s=first_token,
-                    )
-        if done is None:
-            raise UpstreamError("Ollama closed the stream before the answer was complete")
-        yield done
-    except httpx.TimeoutException as exc:
-        raise UpstreamTimeout(f"Ollama at {url} did not answer in time ({type(exc).__name__})") from exc
-    except httpx.TransportError as exc:
-        raise DependencyDown(
-            f"Ollama is unreachable at {url} ({type(exc).__name__}). Check that the `ollama` "
-            f"service is running and OLLAMA_URL is right."
-        ) from exc
+            async for chunk in _ndjson(resp):
+                for event in chat.events(chunk):
+                    yield event
+    if chat.done is None:
+        raise UpstreamError("Ollama closed the stream before the answer was complete")
+    yield chat.done
+
+
+async def _ndjson(resp: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The chunks up to the done one; read to the end, so the connection is reused. An error line raises."""
+    done = False
+    async for line in resp.aiter_lines():
+        if done or not line.strip():
+            continue
+        chunk = json_object(line, "Ollama")
+        if "error" in chunk:
+            raise UpstreamError(f"Ollama failed mid-answer: {chunk['error']}")
+        done = bool(chunk.get("done"))
+        yield chunk
+
+
+class ChatRound:
+    """Turns /api/chat chunks into round events: thinking split off the answer, the first token timed."""
+
+    def __init__(self, holdback: bool) -> None:
+        self.think, self.timer = ThinkFilter(holdback), RoundTimer()
+        self.done: RoundDone | None = None
+
+    def events(self, chunk: dict[str, Any]) -> list[RoundEvent]:
+        msg = chunk.get("message") or {}
+        if not isinstance(msg, dict):
+            raise UpstreamError(f"Ollama sent a malformed stream line (message is not an object): {msg!r:.120}")
+        if any(msg.get(k) for k in TOKEN_FIELDS):
+            self.timer.token()
+        events: list[RoundEvent] = []
+        if msg.get("thinking"):
+            self.think.holdback = False  # Ollama separates thinking itself: content is the answer
+            events.append(ThinkingDelta(msg["thinking"]))
+        if msg.get("content"):
+            events += text_events(*self.think.feed(msg["content"]))
+        if msg.get("tool_calls"):
+            events.append(ToolCallsDelta(_tool_calls(msg["tool_calls"])))
+        if chunk.get("done"):
+            events += text_events(*self.think.finish())
+            self.done = self._round_done(chunk)
+        return events
+
+    def _round_done(self, chunk: dict[str, Any]) -> RoundDone:
+        return RoundDone(
+            done_reason=chunk.get("done_reason") or "stop",
+            prompt_tokens=int(chunk.get("prompt_eval_count") or 0),
+            completion_tokens=int(chunk.get("eval_count") or 0),
+            total_duration_s=(chunk.get("total_duration") or 0) / NS,
+            eval_duration_s=(chunk.get("eval_duration") or 0) / NS,
+            time_to_first_token_s=self.timer.first_token,
+        )
 
 
 def record_round(request: RoundRequest, done: RoundDone, elapsed: float) -> None:

@@ -13,7 +13,6 @@ Traps measured against llama.cpp's llama-server and handled here:
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,14 +24,14 @@ from agent.backends.base import (
     RoundDone,
     RoundEvent,
     RoundRequest,
-    TextDelta,
     ThinkingDelta,
     ToolCall,
     ToolCallsDelta,
 )
 from agent.backends.ollama import OllamaBackend
+from agent.backends.stream import RoundTimer, json_object, text_events, transport_errors
 from agent.backends.thinking import ThinkFilter
-from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError, UpstreamTimeout
+from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError
 
 # Ollama option name -> OpenAI body field (num_ctx is the server's own start flag: it cannot go per request).
 OPTION_FIELDS = {
@@ -169,6 +168,9 @@ class ToolCallParts:
         return out
 
 
+MODEL_SERVER_FIX = "Check that it is running and MODEL_URL is right."
+
+
 async def _sse_chunks(resp: httpx.Response) -> AsyncIterator[dict[str, Any]]:
     """The JSON payloads of `data:` lines until [DONE]; read to the end, so the connection is reused."""
     finished = False
@@ -179,8 +181,8 @@ async def _sse_chunks(resp: httpx.Response) -> AsyncIterator[dict[str, Any]]:
         if payload == "[DONE]":
             finished = True
             continue
-        chunk = json.loads(payload)
-        if isinstance(chunk, dict) and "error" in chunk:
+        chunk = json_object(payload, "The model server")
+        if "error" in chunk:
             message, _ = _message(payload)
             raise UpstreamError(f"The model server failed mid-answer: {message}")
         yield chunk
@@ -190,55 +192,58 @@ async def stream_completions(
     http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool, cache_prompt: bool = False
 ) -> AsyncIterator[RoundEvent]:
     """Stream one /v1/chat/completions round as events; reasoning is split off content on the way."""
-    started = time.monotonic()
-    first_token: float | None = None
-    think, calls = ThinkFilter(holdback), ToolCallParts()
-    finish = "stop"
-    usage: dict[str, Any] = {}
-    timings: dict[str, Any] = {}
-    try:
+    completion = CompletionRound(holdback)
+    with transport_errors("The model server", url, MODEL_SERVER_FIX):
         body = openai_body(request, cache_prompt)
         async with http.stream("POST", f"{url}/v1/chat/completions", json=body) as resp:
             if resp.status_code != 200:
                 raise error_for(resp.status_code, (await resp.aread()).decode(errors="replace"), request, url)
             async for chunk in _sse_chunks(resp):
-                usage, timings = chunk.get("usage") or usage, chunk.get("timings") or timings
-                for choice in chunk.get("choices") or []:
-                    delta = choice.get("delta") or {}
-                    if first_token is None and any(delta.get(k) for k in TOKEN_FIELDS):
-                        first_token = time.monotonic() - started
-                    if delta.get("reasoning_content"):
-                        think.holdback = False  # the server separates reasoning itself: content is the answer
-                        yield ThinkingDelta(delta["reasoning_content"])
-                    if delta.get("content"):
-                        for event in _text_events(*think.feed(delta["content"])):
-                            yield event
-                    calls.feed(delta.get("tool_calls") or [])
-                    finish = choice.get("finish_reason") or finish
-    except httpx.TimeoutException as exc:
-        raise UpstreamTimeout(f"The model server at {url} did not answer in time ({type(exc).__name__})") from exc
-    except httpx.TransportError as exc:
-        raise DependencyDown(
-            f"The model server is unreachable at {url} ({type(exc).__name__}). Check that it is running "
-            "and MODEL_URL is right."
-        ) from exc
-    for event in _text_events(*think.finish()):
+                for event in completion.events(chunk):
+                    yield event
+    for event in completion.finish(request.request_id):
         yield event
-    if calls.parts:
-        yield ToolCallsDelta(calls.calls(request.request_id, finish))
-    yield RoundDone(
-        done_reason="length" if finish == "length" else "stop",
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
-        total_duration_s=time.monotonic() - started,
-        eval_duration_s=float(timings.get("predicted_ms") or 0.0) / 1000,
-        time_to_first_token_s=first_token,
-    )
 
 
-def _text_events(thinking: str, answer: str) -> list[RoundEvent]:
-    events: list[RoundEvent] = [ThinkingDelta(thinking)] if thinking else []
-    return [*events, TextDelta(answer)] if answer else events
+class CompletionRound:
+    """Turns chat.completion.chunk payloads into round events; usage and timings come with the last ones."""
+
+    def __init__(self, holdback: bool) -> None:
+        self.think, self.calls, self.timer = ThinkFilter(holdback), ToolCallParts(), RoundTimer()
+        self.finish_reason = "stop"
+        self.usage: dict[str, Any] = {}
+        self.timings: dict[str, Any] = {}
+
+    def events(self, chunk: dict[str, Any]) -> list[RoundEvent]:
+        self.usage, self.timings = chunk.get("usage") or self.usage, chunk.get("timings") or self.timings
+        events: list[RoundEvent] = []
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if any(delta.get(k) for k in TOKEN_FIELDS):
+                self.timer.token()
+            if delta.get("reasoning_content"):
+                self.think.holdback = False  # the server separates reasoning itself: content is the answer
+                events.append(ThinkingDelta(delta["reasoning_content"]))
+            if delta.get("content"):
+                events += text_events(*self.think.feed(delta["content"]))
+            self.calls.feed(delta.get("tool_calls") or [])
+            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        return events
+
+    def finish(self, request_id: str) -> list[RoundEvent]:
+        """What the round still holds back, its tool calls (joined from fragments) and RoundDone."""
+        events = text_events(*self.think.finish())
+        if self.calls.parts:
+            events.append(ToolCallsDelta(self.calls.calls(request_id, self.finish_reason)))
+        done = RoundDone(
+            done_reason="length" if self.finish_reason == "length" else "stop",
+            prompt_tokens=int(self.usage.get("prompt_tokens") or 0),
+            completion_tokens=int(self.usage.get("completion_tokens") or 0),
+            total_duration_s=self.timer.elapsed(),
+            eval_duration_s=float(self.timings.get("predicted_ms") or 0.0) / 1000,
+            time_to_first_token_s=self.timer.first_token,
+        )
+        return [*events, done]
 
 
 async def openai_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
