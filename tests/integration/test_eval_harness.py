@@ -16,6 +16,7 @@ import pytest
 
 from agent.loop.prompt import SYSTEM_PROMPT
 from tests.integration.conftest import AgentApi, FakeOllama, McpServer
+from tests.support.contract import TOOL_NAMES
 from tests.support.procs import VENV_BIN
 
 QUESTIONS = """
@@ -261,7 +262,7 @@ def test_mcp_url_fingerprints_each_tool_like_the_agent(
     )
     meta = load(tmp_path / "mcp" / "qwen3_4b.json")["meta"]
     assert meta["mcp_tools_sha256"] == meta["tools_sha256"]  # same formula as the agent's /v1/agent/info
-    assert sorted(meta["tool_sha256"]) == sorted(meta["tools"]) and len(meta["tool_sha256"]) == 11
+    assert sorted(meta["tool_sha256"]) == sorted(meta["tools"]) and len(meta["tool_sha256"]) == len(TOOL_NAMES)
 
 
 def test_fail_under_gates_on_tool_selection(agent_api: AgentApi, ollama: FakeOllama, tmp_path: Path) -> None:

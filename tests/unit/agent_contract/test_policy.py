@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agent_contract.policy import Policy, PolicyError, load_policy
-from tests.support.contract import TOOL_NAMES
+from tests.support.contract import PERSONAL_TOOLS, TOOL_NAMES
 
 ALL = TOOL_NAMES
 
@@ -16,7 +16,8 @@ def test_shipped_roles_grant_what_the_design_says() -> None:
     policy = load_policy()
     assert policy.tools_for("admin", ALL) == ALL
     assert policy.tools_for("support", ALL) == ALL
-    assert policy.tools_for("operations", ALL) == [t for t in ALL if t != "musteri_bakiyesi"]
+    assert policy.tools_for("operations", ALL) == [t for t in ALL if t not in PERSONAL_TOOLS]
+    assert "musteri_bakiyesi" in PERSONAL_TOOLS
     assert policy.tools_for("guest", ALL) == []
     assert policy.tools_for("no-such-role", ALL) == []
 
