@@ -16,6 +16,7 @@ import yaml
 
 from agent_contract.policy import shipped_policy_text
 from tests.integration.conftest import FakeOllama, McpServer, agent_env
+from tests.support.contract import TOOL_NAMES
 from tests.support.procs import free_port, running
 
 OPERATIONS = set(yaml.safe_load(shipped_policy_text())["roles"]["operations"])
@@ -78,7 +79,7 @@ def test_top_k_offered_in_every_round_and_recorded_in_trace_and_audit(
     assert len(names(first)) == 4 and names(first)[0] == "depozit_ozeti"
     assert names(second) == names(first)  # later rounds keep the first round's set
     retrieval = reply["local_agent"]["retrieval"]
-    assert retrieval["mode"] == "lexical" and retrieval["top_k"] == 4 and retrieval["allowed"] == 11
+    assert retrieval["mode"] == "lexical" and retrieval["top_k"] == 4 and retrieval["allowed"] == len(TOOL_NAMES)
     assert [o["name"] for o in retrieval["offered"]] == names(first)
     assert retrieval["offered"][0]["why"] == "rank" and retrieval["offered"][0]["rank"] == 1
     assert agents["admin"].last_audit()["tools_offered"] == retrieval["offered"]
