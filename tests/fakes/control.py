@@ -45,6 +45,37 @@ class FakeOllama:
         return result
 
 
+@dataclass(frozen=True)
+class Busy:
+    """How the fake's generations filled time: what a GPU-busy fraction means when the model is scripted."""
+
+    generations: int
+    span: float  # first generation's start to last one's end, seconds
+    busy: float  # seconds with at least one generation running
+    gaps: list[float]  # idle stretches between generations, seconds (none while they overlap)
+
+    @property
+    def fraction(self) -> float:
+        return self.busy / self.span if self.span > 0 else 0.0
+
+
+def busy_from(requests: list[Json]) -> Busy:
+    """Union of the completed generations' [started_at, ended_at] in the fake's /_fake/requests rows."""
+    spans = sorted((r["started_at"], r["ended_at"]) for r in requests if r["messages"] and r["ended_at"])
+    if not spans:
+        return Busy(0, 0.0, 0.0, [])
+    busy, gaps = 0.0, []
+    start, end = spans[0]
+    for s, e in spans[1:]:
+        if s > end:
+            busy, gaps = busy + end - start, [*gaps, s - end]
+            start, end = s, e
+        else:
+            end = max(end, e)
+    busy += end - start
+    return Busy(len(spans), max(e for _, e in spans) - spans[0][0], busy, gaps)
+
+
 @contextlib.contextmanager
 def fake_ollama_process(
     script: Json | None = None, models: str | None = None, host: str = "127.0.0.1"

@@ -54,7 +54,7 @@ REPLY_KEYS = {
     "first_token_delay",
     "tokens",
 }
-SCRIPT_KEYS = {"rules", "default", "token_delay", "first_token_delay", "models"}
+SCRIPT_KEYS = {"rules", "default", "token_delay", "first_token_delay", "batch_exponent", "models"}
 THINK_LEVELS = {"low", "medium", "high", "max"}
 _TOKEN_RE = re.compile(r"\s+|\S+\s*")
 LOAD_NS = 1_000_000  # the model is always "already loaded"
@@ -134,6 +134,7 @@ class Behaviour:
     default: Json | None = None
     token_delay: float = 0.0
     first_token_delay: float = 0.0
+    batch_exponent: float = 0.0  # token_delay x (generations running) ** this: 0 = free batching, 1 = none
     models: list[str] = field(default_factory=lambda: list(DEFAULT_MODELS))
 
 
@@ -230,7 +231,7 @@ def apply_script(baseline: Behaviour, script: Any) -> Behaviour:
     if "default" in script:
         default = script["default"]
         new.default = None if default is None else _check_reply(default, "default")
-    for key in ("token_delay", "first_token_delay"):
+    for key in ("token_delay", "first_token_delay", "batch_exponent"):
         if key in script:
             setattr(new, key, float(script[key]))
     if "models" in script:
@@ -317,6 +318,7 @@ class Plan:
     token_delay: float
     first_token_delay: float
     stream_error: Json | None
+    batch_exponent: float = 0.0
 
 
 def make_plan(state: FakeState, reply: Json, convo: Conversation, think_on: bool, num_predict: int) -> Plan:
@@ -341,6 +343,7 @@ def make_plan(state: FakeState, reply: Json, convo: Conversation, think_on: bool
         token_delay=float(reply.get("token_delay", state.behaviour.token_delay)),
         first_token_delay=float(reply.get("first_token_delay", state.behaviour.first_token_delay)),
         stream_error=reply.get("stream_error"),
+        batch_exponent=state.behaviour.batch_exponent,
     )
 
 
@@ -359,9 +362,14 @@ def _prompt_tokens(body: Json) -> int:
 class Generation:
     """Runs one plan, yielding Ollama chat chunks (the last one is the done chunk or an error line)."""
 
-    def __init__(self, model: str, plan: Plan, body: Json) -> None:
+    def __init__(self, model: str, plan: Plan, body: Json, running: Callable[[], int] = lambda: 1) -> None:
         self.model, self.plan, self.body = model, plan, body
+        self.running = running  # generations under way now: a batching server slows each a little
         self.outcome = "cancelled"  # until the last chunk is produced
+
+    def token_delay(self) -> float:
+        """Seconds before the next chunk: slower while other generations run, as a batching server is."""
+        return self.plan.token_delay * max(1, self.running()) ** self.plan.batch_exponent
 
     def chunk(self, done: bool, **message: Any) -> Json:
         return {
@@ -383,7 +391,7 @@ class Generation:
                 yield _error_chunk(error)
                 return
             if n:
-                await anyio.sleep(self.plan.token_delay)
+                await anyio.sleep(self.token_delay())
             if kind == "tool_call" and self.plan.tool_calls_on_done:
                 on_done.append(value)
             elif kind == "tool_call":
@@ -554,7 +562,7 @@ async def chat(request: Request) -> Response:
     state.loaded.add(card.name)
     num_predict = int((body.get("options") or {}).get("num_predict") or -1)
     plan = make_plan(state, reply, convo, think_on, num_predict)
-    generation = Generation(str(body["model"]), plan, body)
+    generation = Generation(str(body["model"]), plan, body, lambda: state.active)
     return GenerationResponse(state, record, generation, stream=body.get("stream") is not False)
 
 
