@@ -39,7 +39,8 @@ CLIENT_TASKS = Counter(
     "Client background tasks (titles, tags, follow-ups) by how they were served",
     ["kind", "served"],
 )
-GPU_BUSY = Gauge("agent_gpu_busy", "1 while this worker's GPU is generating", ["gpu"])
+GPU_BUSY = Gauge("agent_gpu_busy", "1 while this worker's GPU is generating (any of its slots)", ["gpu"])
+GPU_ROUNDS = Gauge("agent_gpu_rounds", "rounds this worker's GPU is generating now (at most WORKER_SLOTS)", ["gpu"])
 
 # Tool names reach labels only after validation against the MCP server's list, so the set stays bounded;
 # an invented name is counted under this one label instead.

@@ -91,7 +91,7 @@ class Settings(BaseSettings):
     tool_top_k: int = Field(default=4, ge=1, le=100)
     """how many ranked tools `TOOL_RETRIEVAL` offers per request"""
     round_timeout_seconds: float = 120.0
-    """longest single LLM round before 504 (the RQ job timeout is this + 30 s)"""
+    """longest single LLM round before 504"""
     max_body_bytes: int = 1_000_000
     """larger request bodies get 413"""
     request_read_timeout_seconds: float = Field(default=15.0, gt=0)
@@ -113,6 +113,10 @@ class Settings(BaseSettings):
     """where the worker's `/metrics` listens; compose sets `0.0.0.0` so Prometheus can scrape it"""
     gpu_id: str = "gpu0"
     """names the GPU lock and the `gpu` metric label: unique per GPU, identical for workers sharing one Ollama"""
+    worker_slots: int = Field(default=1, ge=1, le=64)
+    """rounds this worker's model server runs at once (its GPU lock counts this many): 1 for Ollama on one 8 GB
+    card; the server's own parallelism for vLLM, `llama-server --parallel N` or `OLLAMA_NUM_PARALLEL`. Each slot
+    costs the server a KV cache of `NUM_CTX` tokens (docs/operating.md)"""
 
     # Identity and access (agent.security.auth, agent_contract.policy): never "none" in compose.
     agent_auth: Literal["api_key", "trusted_header", "none"] = "api_key"

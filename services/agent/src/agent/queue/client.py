@@ -33,7 +33,7 @@ from agent.errors import DependencyDown, QueueFull, QueueTimeout
 from agent.metrics import QUEUE_DEPTH, QUEUE_WAIT, REJECTED
 from agent.queue import keys, rq_adapter
 from agent.queue.events import error_from
-from agent.queue.registry import WorkerRegistry
+from agent.queue.registry import WorkerRegistry, capacity
 from agent.redisconn import connection_options, redacted
 from agent.settings import Settings
 
@@ -43,17 +43,19 @@ WORKER_LOST_AFTER = 4.0  # seconds without a ping from the worker holding the ro
 VANISHED_AFTER = 3.0  # a job gone from the queue without an `accepted` event: its worker died on pickup
 NO_WORKER_GRACE = 5.0  # queued rounds survive a worker restart this long
 DEFAULT_ROUND_S, MAX_RETRY_AFTER = 10.0, 120
+JOB_TIMEOUT_S = 60  # RQ's timeout of run_round, which starts the round and returns (agent.queue.jobs)
 
 log = structlog.get_logger("agent.queue.client")
 
 
 def estimate_retry_after(
-    durations: Sequence[float], depth: int, max_depth: int, workers: int, fallback: float = DEFAULT_ROUND_S
+    durations: Sequence[float], depth: int, max_depth: int, capacity: int, fallback: float = DEFAULT_ROUND_S
 ) -> int:
-    """Seconds until the queue has room: the mean recent round time per round over the limit, per worker."""
+    """Seconds until the queue has room: the mean recent round time per round over the limit, divided by the
+    rounds the live backends run at once (agent.queue.registry.capacity)."""
     mean = sum(durations) / len(durations) if durations else fallback
     over = max(1, depth - max_depth + 1)
-    return max(1, min(MAX_RETRY_AFTER, math.ceil(mean * over / max(1, workers))))
+    return max(1, min(MAX_RETRY_AFTER, math.ceil(mean * over / max(1, capacity))))
 
 
 def queue_for(request: RoundRequest, continuing_first: bool = True) -> str:
@@ -155,7 +157,7 @@ class QueueBackend:
             raise QueueFull("user rounds are waiting: the client task is not queued")
         if not admitted:
             REJECTED.labels("queue_full").inc()
-            wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, len(workers))
+            wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, capacity(workers))
             raise QueueFull(
                 f"The GPU queue is full ({depth} rounds waiting, MAX_QUEUE_DEPTH="
                 f"{self.settings.max_queue_depth}); retry in about {wait} s",
@@ -171,8 +173,8 @@ class QueueBackend:
         spec = rq_adapter.JobSpec(
             job_id=rnd.job_id,
             args=(rnd.request.to_dict(), time.time(), rnd.job_id),
-            timeout=math.ceil(settings.round_timeout_seconds) + 30,  # + lock wait; the round itself is
-            ttl=math.ceil(settings.queue_timeout_seconds) + 60,  # bounded by ROUND_TIMEOUT_SECONDS
+            timeout=JOB_TIMEOUT_S,  # the job only starts the round; the worker bounds the round itself
+            ttl=math.ceil(settings.queue_timeout_seconds) + 60,
             description=f"round {rnd.request.round} of request {rnd.request.request_id}",  # never the prompt
         )
         return rq_adapter.push(self._queues[name, not front], spec, at_front=front)

@@ -1,10 +1,12 @@
 """Worker side of one GPU round: the RQ job function and the round it runs on the worker's event loop.
 
-One job = one LLM round. `run_round` (called by RQ in the worker's main thread) hands the round to the
-worker's asyncio loop; `execute_round` accepts it, takes the per-GPU lock and streams Ollama's events into
-the round's event stream (agent.queue.writer, entry kinds in agent.queue.events). A client that goes away
-sets the round's cancel flag; the writer sees it with its next write and the round's task is cancelled,
-which closes the Ollama stream (Ollama stops generating on disconnect).
+One job = one LLM round. `run_round` (called by RQ in the worker's main thread, on a slot the RQ thread took
+before dequeuing: agent.queue.slots) hands the round to the worker's asyncio loop and returns at once, so RQ's
+own bookkeeping of the job overlaps the generation instead of sitting between two. `execute_round` accepts the
+round, takes a slot of the backend's counted lock and streams the model's events into the round's event stream
+(agent.queue.writer, entry kinds in agent.queue.events); when it ends it frees the worker's slot. A client
+that goes away sets the round's cancel flag; the writer sees it with its next write and the round's task is
+cancelled, which closes the model's stream (Ollama stops generating on disconnect).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import httpx
@@ -23,10 +26,10 @@ import structlog
 from agent.backends.base import RoundDone, RoundEvent, RoundRequest, event_to_dict
 from agent.backends.engine import stream_engine
 from agent.errors import AgentError, DependencyDown, QueueTimeout, UpstreamError, UpstreamTimeout
-from agent.metrics import GPU_BUSY, LLM_TOKENS, ROUND_DURATION, TIME_TO_FIRST_TOKEN
+from agent.metrics import GPU_BUSY, GPU_ROUNDS, LLM_TOKENS, ROUND_DURATION, TIME_TO_FIRST_TOKEN
 from agent.queue.events import error_entry
-from agent.queue.keys import gpu_lock_key
-from agent.queue.rq_adapter import is_job_timeout
+from agent.queue.keys import gpu_slot_keys
+from agent.queue.slots import Slots
 from agent.queue.writer import EventWriter, GpuLock, RoundControl
 from agent.settings import Settings
 
@@ -42,6 +45,10 @@ class Runtime:
     loop: asyncio.AbstractEventLoop
     redis: aioredis.Redis
     http: httpx.AsyncClient
+    slots: Slots
+    rounds: dict[str, RoundControl] = field(default_factory=dict)  # job id → round under way (event loop only)
+    futures: set[Future[dict[str, Any]]] = field(default_factory=set)  # the rounds a shutdown waits for
+    generating: int = 0  # rounds streaming from the model now (GPU_BUSY, GPU_ROUNDS)
 
     @property
     def ollama_url(self) -> str:
@@ -57,23 +64,40 @@ def install_runtime(runtime: Runtime | None) -> None:
 
 
 def run_round(request: dict[str, Any], enqueued_at: float, job_id: str) -> dict[str, Any]:
-    """RQ job: run one round on this worker's GPU. Arguments and result are plain JSON."""
+    """RQ job: start one round on this worker's backend and return; the round frees its slot when it ends."""
     if _runtime is None:
         raise RuntimeError("run_round runs only inside agent-worker")
     rt = _runtime
-    controls: list[RoundControl] = []
+    release = _once(rt.slots.claim())
     future = asyncio.run_coroutine_threadsafe(
-        execute_round(rt, job_id, RoundRequest.from_dict(request), enqueued_at, controls.append), rt.loop
+        execute_round(rt, job_id, RoundRequest.from_dict(request), enqueued_at, release), rt.loop
     )
-    try:
-        return future.result()
-    except BaseException as exc:  # RQ's job timeout (SIGALRM) or a cold shutdown: stop the round, re-raise
-        reason = "job_timeout" if is_job_timeout(exc) else "worker_shutdown"
-        if controls:
-            rt.loop.call_soon_threadsafe(controls[0].abort, reason)
-        with contextlib.suppress(BaseException):
-            future.result(timeout=5)
-        raise
+    rt.futures.add(future)
+
+    def ended(done: Future[dict[str, Any]]) -> None:
+        rt.futures.discard(done)
+        release()  # the round crashed before it could
+
+    future.add_done_callback(ended)
+    return {"outcome": "started"}
+
+
+def _once(release: Callable[[], None]) -> Callable[[], None]:
+    released = False
+
+    def once() -> None:
+        nonlocal released
+        if not released:
+            released = True
+            release()
+
+    return once
+
+
+def stop_rounds(rt: Runtime, reason: str) -> None:
+    """Abort every round under way (a cold shutdown); each writes its error before it frees its slot."""
+    for control in list(rt.rounds.values()):
+        rt.loop.call_soon_threadsafe(control.abort, reason)
 
 
 async def execute_round(
@@ -81,26 +105,24 @@ async def execute_round(
     job_id: str,
     request: RoundRequest,
     enqueued_at: float,
-    expose: Callable[[RoundControl], None] = lambda c: None,
+    release: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
-    """Accept, take the GPU lock, stream from Ollama into the event stream; never raises AgentError."""
+    """Accept, take a GPU slot, stream from the model into the event stream; never raises AgentError.
+
+    `release` frees the worker's slot as soon as the model is done, so the RQ thread reads the next job while
+    this round's last events are still being written."""
     task = asyncio.current_task()
     assert task is not None
-    control = RoundControl(task)
-    expose(control)
+    control = rt.rounds[job_id] = RoundControl(task)
     structlog.contextvars.bind_contextvars(request_id=request.request_id, job_id=job_id)
-    lock = GpuLock(rt.redis, gpu_lock_key(rt.settings.gpu_id), rt.worker_id)
+    slots = gpu_slot_keys(rt.settings.gpu_id, rt.settings.worker_slots)
+    lock = GpuLock(rt.redis, slots, f"{rt.worker_id}:{job_id}")
     writer = EventWriter(rt.redis, job_id, control, lock)
     outcome: dict[str, Any] = {"outcome": "error"}
     try:
         writer.put({"kind": "accepted", "worker": rt.worker_id})
-        await writer.send(try_lock=True)  # one round trip: accepted, the cancel flag, a first try for the lock
-        waited = time.time() - enqueued_at
-        if waited > rt.settings.queue_timeout_seconds:
-            raise QueueTimeout(_queue_timeout_message(rt.settings, waited))
-        if not lock.held:
-            await lock.acquire()
-            waited = time.time() - enqueued_at
+        await writer.send(try_lock=True)  # one round trip: accepted, the cancel flag, a first try for a slot
+        waited = await _wait_for_slot(rt.settings, lock, enqueued_at)
         writer.put({"kind": "started", "queue_wait_s": round(waited, 6)})
         log.info("round_started", model=request.model, round=request.round, queue_wait_s=round(waited, 4))
         outcome = await _generate(rt, request, writer, enqueued_at)
@@ -108,7 +130,7 @@ async def execute_round(
         if control.reason is None:
             raise
         task.uncancel()
-        outcome = _aborted(control, writer, rt.settings)
+        outcome = _aborted(control, writer)
     except AgentError as exc:
         writer.put(error_entry(exc))
         log.warning("round_failed", error=type(exc).__name__, detail=exc.message)
@@ -117,14 +139,31 @@ async def execute_round(
         log.exception("round_crashed")
     finally:
         control.finished = True
-        await writer.close()  # last events, lock release and the round time: one round trip
+        release()
+        await writer.close()  # last events, slot release and the round time: one round trip
+        del rt.rounds[job_id]
         structlog.contextvars.unbind_contextvars("request_id", "job_id")
     return outcome
 
 
+async def _wait_for_slot(settings: Settings, lock: GpuLock, enqueued_at: float) -> float:
+    """Wait for a slot of the backend (held by another worker on the same GPU) within QUEUE_TIMEOUT_SECONDS;
+    return the round's whole wait."""
+    waited = time.time() - enqueued_at
+    if waited > settings.queue_timeout_seconds:
+        raise QueueTimeout(_queue_timeout_message(settings, waited))
+    if lock.held:
+        return waited
+    try:
+        async with asyncio.timeout(settings.queue_timeout_seconds - waited):
+            await lock.acquire()
+    except TimeoutError as exc:
+        raise QueueTimeout(_queue_timeout_message(settings, time.time() - enqueued_at)) from exc
+    return time.time() - enqueued_at
+
+
 async def _generate(rt: Runtime, request: RoundRequest, writer: EventWriter, enqueued_at: float) -> dict[str, Any]:
-    gpu = GPU_BUSY.labels(rt.settings.gpu_id)
-    gpu.set(1)
+    _generating(rt, +1)
     started = time.monotonic()
     done: RoundDone | None = None
     try:
@@ -143,7 +182,7 @@ async def _generate(rt: Runtime, request: RoundRequest, writer: EventWriter, enq
             f"The model did not finish the round within ROUND_TIMEOUT_SECONDS={rt.settings.round_timeout_seconds:g}"
         ) from exc
     finally:
-        gpu.set(0)
+        _generating(rt, -1)
     gpu_seconds = time.monotonic() - started
     writer.round_time = gpu_seconds
     _record(request, done, enqueued_at)
@@ -157,6 +196,13 @@ async def _generate(rt: Runtime, request: RoundRequest, writer: EventWriter, enq
     return {"outcome": "done", "gpu_seconds": gpu_seconds}
 
 
+def _generating(rt: Runtime, change: int) -> None:
+    """GPU_BUSY stays 0/1 (busy while any round generates: its mean is the busy fraction); GPU_ROUNDS counts."""
+    rt.generating += change
+    GPU_BUSY.labels(rt.settings.gpu_id).set(1 if rt.generating else 0)
+    GPU_ROUNDS.labels(rt.settings.gpu_id).set(rt.generating)
+
+
 def _record(request: RoundRequest, done: RoundDone | None, enqueued_at: float) -> None:
     ROUND_DURATION.labels(request.model, str(request.round)).observe(max(0.0, time.time() - enqueued_at))
     if done is not None:
@@ -166,17 +212,9 @@ def _record(request: RoundRequest, done: RoundDone | None, enqueued_at: float) -
         LLM_TOKENS.labels(request.model, "completion").inc(done.completion_tokens)
 
 
-def _aborted(control: RoundControl, writer: EventWriter, settings: Settings) -> dict[str, Any]:
+def _aborted(control: RoundControl, writer: EventWriter) -> dict[str, Any]:
     log.info("round_aborted", reason=control.reason, detail=control.detail)
-    if control.reason == "job_timeout":
-        writer.put(
-            error_entry(
-                UpstreamTimeout(
-                    f"The round exceeded its job timeout (ROUND_TIMEOUT_SECONDS={settings.round_timeout_seconds:g})"
-                )
-            )
-        )
-    elif control.reason == "worker_shutdown":
+    if control.reason == "worker_shutdown":
         writer.put(error_entry(DependencyDown("agent-worker was stopped mid-round; try again")))
     elif control.reason == "preempted":
         writer.put(error_entry(DependencyDown("client task round preempted by a user round")))

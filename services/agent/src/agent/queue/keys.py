@@ -23,7 +23,7 @@ ROUND_TIMES_KEPT = 50
 STATUS_TTL = 5  # seconds a worker's status key outlives its last heartbeat
 STREAM_TTL = 120  # seconds an event stream outlives its last write
 CANCEL_TTL = 600  # seconds a cancel flag waits for a worker to pick the round up
-LOCK_TTL_MS = 5000  # a killed worker's GPU lock frees itself this fast
+LOCK_TTL_MS = 5000  # a killed worker's GPU slots free themselves this fast
 
 
 def rq_queue_key(name: str) -> str:
@@ -54,5 +54,7 @@ def worker_status_key(worker_id: str) -> str:
     return f"agent:worker:{worker_id}:status"
 
 
-def gpu_lock_key(gpu_id: str) -> str:
-    return f"agent:gpu:{gpu_id}:lock"
+def gpu_slot_keys(gpu_id: str, slots: int) -> list[str]:
+    """The backend's counted lock: one key per round it may run at once (WORKER_SLOTS). Slot 0 keeps the name
+    the one-slot lock always had, so a worker of the previous release on the same GPU still excludes this one."""
+    return [f"agent:gpu:{gpu_id}:lock", *(f"agent:gpu:{gpu_id}:lock:{k}" for k in range(1, slots))]

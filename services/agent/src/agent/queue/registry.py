@@ -22,6 +22,15 @@ from agent.redisconn import fix_hint
 WORKERS_CACHE = 1.0  # seconds a list of live workers is reused by the rounds being admitted
 
 
+def capacity(workers: list[dict[str, Any]]) -> int:
+    """Rounds the live backends run at once: the slots of each GPU (workers sharing a GPU_ID share its slots)."""
+    slots: dict[str, int] = {}
+    for worker in workers:
+        gpu = str(worker.get("gpu_id"))
+        slots[gpu] = max(slots.get(gpu, 1), int(worker.get("slots") or 1))
+    return sum(slots.values())
+
+
 class WorkerRegistry:
     """Reads the workers' status keys; builds the messages that say a worker or Redis is missing."""
 

@@ -8,6 +8,8 @@ no hook for, and both lean on RQ internals that tests/integration/test_rq_adapte
   MAX_QUEUE_DEPTH, so saving and admitting a job is one MULTI/EXEC and the script's reply is the last
   result of the pipeline.
 - heartbeat: GpuWorker skips RQ's unpipelined heartbeats that come closer than 5 s apart.
+- slots: GpuWorker dequeues only while this worker has a free round slot (agent.queue.slots); the job
+  function starts the round and returns, so up to WORKER_SLOTS rounds run at once in one process.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from typing import Any
 
 from redis import Redis
 from rq import Queue, SimpleWorker
+from rq.job import Job
 from rq.serializers import JSONSerializer
-from rq.timeouts import JobTimeoutException
 from rq.utils import now
 
 from agent.queue import keys
+from agent.queue.slots import Slots
 
 JOB_FUNCTION = "agent.queue.jobs.run_round"  # imported by the worker from this dotted name
 RESULT_TTL, FAILURE_TTL = 60, 3600
@@ -99,11 +102,29 @@ def push(queue: AdmittingQueue, spec: JobSpec, at_front: bool) -> tuple[bool, in
 
 
 class GpuWorker(SimpleWorker):
-    """SimpleWorker that reconnects to a restarted Redis within ~2 s instead of backing off to 60 s."""
+    """SimpleWorker that takes a round slot before each dequeue and reconnects to a restarted Redis within ~2 s
+    instead of backing off to 60 s."""
 
     exponential_backoff_factor = 1.5
     max_connection_wait_time = 2.0
     log_job_description = False  # descriptions never hold prompts, but keep RQ's lines short anyway
+    slots: Slots
+
+    def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
+        # A job leaves the queues only when it can start here at once: a busy worker never holds a round
+        # another worker could run, and the queues' order (continuing, new, tasks) stays the priority.
+        while not self.slots.take(timeout=1.0):  # a SIGTERM while waiting stops the worker (StopRequested)
+            self.heartbeat()
+        result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+        if result is None:
+            self.slots.settle()
+        return result
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        try:
+            super().execute_job(job, queue)
+        finally:
+            self.slots.settle()  # the job failed before its round claimed the slot
 
     def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
         # RQ sends this as two unpipelined commands up to three times per job, between one generation and
@@ -114,12 +135,9 @@ class GpuWorker(SimpleWorker):
         super().heartbeat(timeout, pipeline)
 
 
-def gpu_worker(connection: Redis, name: str) -> GpuWorker:
+def gpu_worker(connection: Redis, name: str, slots: Slots) -> GpuWorker:
     """A worker reading the continuing-rounds queue, then the new-rounds queue, then the client tasks'."""
     queues = [Queue(q, connection=connection, serializer=JSONSerializer) for q in keys.QUEUE_ORDER]
-    return GpuWorker(queues, connection=connection, serializer=JSONSerializer, name=name)
-
-
-def is_job_timeout(exc: BaseException) -> bool:
-    """RQ raised its job timeout (SIGALRM) into the job's thread."""
-    return isinstance(exc, JobTimeoutException)
+    worker = GpuWorker(queues, connection=connection, serializer=JSONSerializer, name=name)
+    worker.slots = slots
+    return worker

@@ -1,10 +1,12 @@
-"""agent-worker: the RQ worker that runs LLM rounds on one GPU, one at a time, and reports its state.
+"""agent-worker: the RQ worker that runs LLM rounds on one GPU, WORKER_SLOTS at a time, and reports its state.
 
 The process has two threads. The main thread is an RQ `SimpleWorker` (no fork per job: Ollama holds the
 GPU in its own process, and forking would cost ~10 ms per round and lose in-job metrics) reading the
-continuing-rounds queue before the new-rounds queue. A second thread runs an asyncio loop that owns the
-Redis and HTTP clients: jobs run their round on it (agent.queue.jobs), and between rounds it warms the model up
-and writes this worker's status (model present, Ollama version, heartbeat) to Redis every second.
+continuing-rounds queue before the new-rounds queue, and only while one of its slots is free
+(agent.queue.slots). A second thread runs an asyncio loop that owns the Redis and HTTP clients: rounds run
+on it (agent.queue.jobs), up to WORKER_SLOTS at once, and between rounds it warms the model up and writes
+this worker's status (model present, Ollama version, slots, heartbeat) to Redis every second. A warm
+shutdown (SIGTERM) stops reading the queues and waits for the rounds under way; a second one aborts them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import socket
 import threading
 import time
 import uuid
+from concurrent import futures
 from typing import Any
 
 import httpx
@@ -36,6 +39,7 @@ from agent.backends.ollama import pull_hint, warm_up
 from agent.metrics import GPU_BUSY, MODEL_PRESENT, OLLAMA_UP
 from agent.queue import jobs, keys
 from agent.queue.rq_adapter import gpu_worker
+from agent.queue.slots import Slots
 from agent.redisconn import connection_options, fix_hint, redacted
 from agent.settings import Settings, get_settings
 from agent_contract.logs import configure
@@ -67,7 +71,8 @@ def start_runtime(settings: Settings, worker_id: str) -> jobs.Runtime:
     async def build() -> jobs.Runtime:
         timeout = httpx.Timeout(settings.round_timeout_seconds, connect=5.0)
         http = httpx.AsyncClient(timeout=timeout, headers=settings.model_headers())
-        return jobs.Runtime(settings, worker_id, loop, _async_redis(settings), http)
+        redis = _async_redis(settings)
+        return jobs.Runtime(settings, worker_id, loop, redis, http, Slots(settings.worker_slots))
 
     return asyncio.run_coroutine_threadsafe(build(), loop).result()
 
@@ -84,6 +89,7 @@ class StatusReporter:
             "protocol": rt.settings.model_protocol,
             "model": rt.settings.ollama_model,
             "pid": os.getpid(),
+            "slots": rt.settings.worker_slots,
             "ollama_reachable": False,
             "model_present": False,
             "warmed": False,
@@ -195,24 +201,43 @@ def work(burst: bool) -> int:
     jobs.install_runtime(rt)
     reporter = StatusReporter(rt)
     status_task = asyncio.run_coroutine_threadsafe(reporter.run(), rt.loop)
-    worker = gpu_worker(conn, wid)
+    worker = gpu_worker(conn, wid, rt.slots)
     log.info(
         "worker_started",
         worker=wid,
         gpu_id=settings.gpu_id,
         model_url=settings.model_endpoint(),
         protocol=settings.model_protocol,
+        slots=settings.worker_slots,
         metrics_port=settings.worker_metrics_port,
     )
+    cold = True
     try:
         rq_level = "DEBUG" if settings.log_level.upper() == "DEBUG" else "WARNING"
         worker.work(burst=burst, logging_level=rq_level)
+        cold = False
     finally:
+        drain(rt, abort=cold)
         status_task.cancel()
         asyncio.run_coroutine_threadsafe(reporter.withdraw(), rt.loop).result(timeout=5)
         jobs.install_runtime(None)
         log.info("worker_stopped", worker=wid)
     return 0
+
+
+def drain(rt: jobs.Runtime, abort: bool) -> None:
+    """Let the rounds under way finish (warm shutdown, or --burst with empty queues). A cold shutdown (RQ raises
+    SystemExit on the second SIGTERM) aborts them instead, and each still writes its error before the end."""
+    try:
+        while rt.futures and not abort:
+            futures.wait(list(rt.futures), timeout=1.0)
+    except BaseException:
+        abort = True
+        raise
+    finally:
+        if abort and rt.futures:
+            jobs.stop_rounds(rt, "worker_shutdown")
+            futures.wait(list(rt.futures), timeout=5.0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,9 @@
-"""Worker side of a round's event stream: batched writes, pings, the cancel flag and the per-GPU lock.
+"""Worker side of a round's event stream: batched writes, pings, the cancel flag and the GPU's slot lock.
 
 The worker relays a round's events to the API through a per-job Redis stream (agent.queue.keys.events_key;
 entry ids 0-1, 0-2, … so a re-sent XADD is refused, never doubled). The entry kinds are listed in
 agent.queue.events. Every write also checks the cancel flag the API sets when its client went away, and
-refreshes the GPU lock while the round streams; the last batch releases the lock and records the round time.
+refreshes the round's GPU slot while the round streams; the last batch releases it and records the round time.
 """
 
 from __future__ import annotations
@@ -31,9 +31,15 @@ from agent.queue.keys import (
 
 PING_INTERVAL = 0.5  # seconds of silence after which the worker writes a ping
 LOCK_REFRESH = 1.0
-LOCK_POLL = 0.005  # only a second worker on the same GPU ever waits here
+LOCK_POLL = 0.005  # only a second worker on the same GPU (or a slot of a killed one) ever waits here
 
 _REFRESH = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
+_TAKE = """
+for i, key in ipairs(KEYS) do
+  if redis.call('set', key, ARGV[1], 'NX', 'PX', ARGV[2]) then return i end
+end
+return 0
+"""
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
 
@@ -53,24 +59,35 @@ class RoundControl:
 
 
 class GpuLock:
-    """`SET NX PX` on the GPU's key: one generation per GPU even with a second worker started by mistake.
+    """A counted lock in Redis: one `SET NX PX` key per slot of the backend (agent.queue.keys.gpu_slot_keys).
 
-    The EventWriter tries it, refreshes it while the round streams and releases it with the last events.
+    At most WORKER_SLOTS rounds hold one at a time, whichever worker runs them, even a second worker started
+    on the same GPU by mistake. The EventWriter tries it, refreshes the slot it got while the round streams
+    and releases it with the last events; a killed worker's slots expire after LOCK_TTL_MS.
     """
 
-    def __init__(self, redis: aioredis.Redis, key: str, token: str) -> None:
-        self.redis, self.key, self.token = redis, key, token
-        self.held = False
+    def __init__(self, redis: aioredis.Redis, keys: list[str], token: str) -> None:
+        self.redis, self.keys, self.token = redis, keys, token
+        self.key: str | None = None  # the slot held
         self.refreshed = 0.0
 
-    async def acquire(self) -> None:
-        # The lock lives in Redis (shared with other workers), so there is no local Event to wait on.
-        while not await self.redis.set(self.key, self.token, nx=True, px=LOCK_TTL_MS):  # noqa: ASYNC110
-            await asyncio.sleep(LOCK_POLL)
-        self.taken()
+    @property
+    def held(self) -> bool:
+        return self.key is not None
 
-    def taken(self) -> None:
-        self.held, self.refreshed = True, time.monotonic()
+    def take_args(self) -> tuple[Any, ...]:
+        """EVAL arguments of one try for any free slot (the reply is the slot's 1-based index, or 0)."""
+        return (_TAKE, len(self.keys), *self.keys, self.token, LOCK_TTL_MS)
+
+    async def acquire(self) -> None:
+        # The slots live in Redis (shared with other workers), so there is no local Event to wait on.
+        while not self.taken(await self.redis.eval(*self.take_args())):  # noqa: ASYNC110
+            await asyncio.sleep(LOCK_POLL)
+
+    def taken(self, index: Any) -> bool:
+        if index:
+            self.key, self.refreshed = self.keys[int(index) - 1], time.monotonic()
+        return self.held
 
     def refresh_due(self) -> bool:
         return self.held and time.monotonic() - self.refreshed >= LOCK_REFRESH
@@ -110,16 +127,16 @@ class EventWriter:
                 self._seq += 1
                 pipe.xadd(events_key(self.job_id), {"e": data}, id=f"0-{self._seq}")
             pipe.expire(events_key(self.job_id), STREAM_TTL)
-            checks: list[Callable[[Any], None]] = [self._on_cancel_flag]
+            checks: list[Callable[[Any], object]] = [self._on_cancel_flag]
             pipe.get(cancel_key(self.job_id))
             if try_lock:
-                pipe.set(self.lock.key, self.lock.token, nx=True, px=LOCK_TTL_MS)
-                checks.append(lambda ok: self.lock.taken() if ok else None)
-            elif final and self.lock.held:
-                self.lock.held = False
+                pipe.eval(*self.lock.take_args())
+                checks.append(self.lock.taken)
+            elif final and self.lock.key is not None:
                 pipe.eval(_RELEASE, 1, self.lock.key, self.lock.token)
+                self.lock.key = None
                 checks.append(lambda _: None)
-            elif self.lock.refresh_due():
+            elif self.lock.refresh_due() and self.lock.key is not None:
                 pipe.eval(_REFRESH, 1, self.lock.key, self.lock.token, LOCK_TTL_MS)
                 checks.append(self._on_refresh)
             if final and self.round_time is not None:
