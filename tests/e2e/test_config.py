@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -200,3 +201,19 @@ def test_webui_profile_is_offline_pinned_and_names_users_through_a_frontend_key(
     mounts = {v["source"]: v for v in webui["volumes"] if v["type"] == "volume"}
     assert mounts["webui-secret"]["read_only"] is True and "webui-secret" not in str(services["agent-api"]["volumes"])
     assert [p["target"] for p in webui["ports"]] == [8080] and list(webui["networks"]) == ["edge"]
+
+
+def test_webui_session_secret_is_kept_on_its_data_volume(base: dict[str, Any], tmp_path: Path) -> None:
+    """The profile's entrypoint run by bash with its two mounts moved into tmp dirs: the secret it exports is
+    created once on the data volume and the same on the next start (a recreated container keeps sessions)."""
+    webui = config("docker-compose.yml", profiles="webui")["services"]["open-webui"]
+    assert "/app/backend/data" in [v["target"] for v in webui["volumes"] if v["source"] == "open-webui-data"]
+    script = webui["entrypoint"][-1].replace("$$", "$")
+    (tmp_path / "key").write_text("frontend-key")
+    data = tmp_path / "data"
+    data.mkdir()
+    script = script.replace("/run/local-agent/webui/key", str(tmp_path / "key")).replace("/app/backend/data", str(data))
+    script = script.replace("exec bash start.sh", 'echo "$WEBUI_SECRET_KEY"; echo "$OLLAMA_API_CONFIGS"')
+    first, second = (run(["bash", "-c", script]).stdout.splitlines() for _ in range(2))
+    assert first == second and len(first[0]) >= 40 and json.loads(first[1]) == {"0": {"key": "frontend-key"}}
+    assert (data / ".webui_secret_key").stat().st_mode & 0o077 == 0
