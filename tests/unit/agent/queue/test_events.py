@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.errors import AgentError, DependencyDown, ModelNotFound, QueueTimeout, UpstreamError
+from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, QueueTimeout, UpstreamError
 from agent.queue.events import error_entry, error_from
 
 
@@ -14,12 +14,14 @@ from agent.queue.events import error_entry, error_from
         ModelNotFound("Model 'x' is not available: pull it", param="model"),
         QueueTimeout("waited too long"),
         DependencyDown("Ollama is unreachable", retry_after=5),
+        BadRequest("does not fit the context window", param="messages", code="context_length_exceeded"),
     ],
 )
 def test_worker_errors_come_back_as_the_same_class(exc: AgentError) -> None:
     rebuilt = error_from(error_entry(exc))
     assert type(rebuilt) is type(exc)
     assert (rebuilt.message, rebuilt.param, rebuilt.retry_after) == (exc.message, exc.param, exc.retry_after)
+    assert (rebuilt.code, rebuilt.client_message) == (exc.code, exc.client_message)
 
 
 def test_unknown_worker_error_names_become_upstream_errors() -> None:

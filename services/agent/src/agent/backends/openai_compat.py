@@ -113,12 +113,16 @@ def _message(text: str) -> tuple[str, str]:
 def error_for(status: int, text: str, request: RoundRequest, url: str) -> AgentError:
     message, kind = _message(text)
     if "context" in (message + kind).lower() and status in (400, 413):
-        return BadRequest(
+        too_long = BadRequest(
             f"The conversation does not fit the model's context window at {url}: {message}. "
             "Shorten the conversation, or start the model server with a larger context.",
             param="messages",
             code="context_length_exceeded",
         )
+        too_long.public = (  # the chat user's part: what to do, without the model server's address
+            f"The conversation does not fit the model's context window ({message}). Start a new chat or shorten it."
+        )
+        return too_long
     if status == 404:
         return ModelNotFound(
             f"Model '{request.model}' is not served by the model server at {url}: {message}. "

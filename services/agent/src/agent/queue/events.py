@@ -22,6 +22,7 @@ def error_entry(exc: AgentError) -> dict[str, Any]:
         "message": exc.message,
         "public": exc.public,
         "param": exc.param,
+        "code": exc.code,
         "retry_after": exc.retry_after,
     }
 
@@ -31,7 +32,10 @@ def error_from(data: dict[str, Any]) -> AgentError:
     cls = getattr(errors, str(data.get("error")), None)
     if not (isinstance(cls, type) and issubclass(cls, AgentError)):
         cls = errors.UpstreamError
-    error = cls(str(data.get("message")), param=data.get("param"), retry_after=data.get("retry_after"))
+    code = data.get("code")
+    error = cls(
+        str(data.get("message")), param=data.get("param"), code=code or None, retry_after=data.get("retry_after")
+    )
     if data.get("public"):
         error.public = str(data["public"])
     return error

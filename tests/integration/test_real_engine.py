@@ -1,0 +1,129 @@
+"""A real engine behind the queue: llama.cpp's llama-server (built by scripts/llama-server from the PyPI sdist)
+serving SmolLM2-135M-Instruct, reached through agent-api -> Redis -> agent-worker (MODEL_PROTOCOL=openai).
+
+Real tokens from a real transformer, so these tests check structure and plumbing: streaming to the openai SDK
+and the ollama client, token counts and time to first token in the worker's metrics, a clear 4xx for a prompt
+over the context, reproducibility at temperature 0. Never accuracy: this model almost never calls a tool.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import ollama
+import openai
+import pytest
+
+from tests.integration import queue_fixtures
+from tests.integration.conftest import McpServer, agent_env
+from tests.integration.queue_fixtures import RedisServer
+from tests.support.procs import REPO, VENV_BIN, free_port, running
+
+queue_redis = queue_fixtures.queue_redis
+MODEL = "smollm2:135m"
+CONTEXT = 1024
+
+
+def engine_paths() -> tuple[str, str]:
+    """The built llama-server and the GGUF (scripts/llama-server --check builds nothing)."""
+    found = subprocess.run([REPO / "scripts/llama-server", "--check"], capture_output=True, text=True, check=False)
+    if found.returncode != 0:
+        why = "llama-server is not built: run scripts/llama-server (.ci/run does)"
+        if os.environ.get("REQUIRE_E2E") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    paths = dict(line.split("=", 1) for line in found.stdout.split())
+    return paths["LLAMA_SERVER_BIN"], paths["LLAMA_MODEL_GGUF"]
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[str]:
+    binary, gguf = engine_paths()
+    port = free_port()
+    cmd = [binary, "--model", gguf, "--alias", MODEL, "--host", "127.0.0.1", "--port", str(port),
+           "--ctx-size", str(CONTEXT), "--parallel", "1", "--n-predict", "32", "--threads", "2", "--jinja",
+           "--no-webui"]  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    with running(cmd, ready_url=f"{url}/health", timeout=120):
+        yield url
+
+
+@dataclass
+class Stack:
+    api: str
+    worker_metrics: str
+
+
+@pytest.fixture(scope="module")
+def stack(engine: str, queue_redis: RedisServer, mcp_server: McpServer) -> Iterator[Stack]:
+    metrics_port, api_port = free_port(), free_port()
+    model = {"MODEL_PROTOCOL": "openai", "MODEL_URL": engine, "OLLAMA_MODEL": MODEL, "EXTRA_MODELS": ""}
+    worker_env = {"REDIS_URL": queue_redis.url, "GPU_ID": "cpu0", "WORKER_METRICS_PORT": str(metrics_port),
+                  "THINK_HOLDBACK_MODELS": "", "LOG_LEVEL": "INFO", **model}  # fmt: skip
+    api_env = agent_env(engine, mcp_server, api_port, MODEL_BACKEND="queue", REDIS_URL=queue_redis.url, **model)
+    metrics = f"http://127.0.0.1:{metrics_port}/metrics"
+    with (
+        running([str(VENV_BIN / "agent-worker")], env=worker_env, ready_url=metrics, timeout=60),
+        running(["agent-api"], env=api_env, ready_url=f"http://127.0.0.1:{api_port}/healthz"),
+    ):
+        yield Stack(f"http://127.0.0.1:{api_port}", metrics)
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The sum of a metric's samples whose labels include `labels`."""
+    total = 0.0
+    for line in text.splitlines():
+        m = re.fullmatch(rf"{name}(?:\{{(.*)\}})? (\S+)", line)
+        if m and all(f'{k}="{v}"' in (m.group(1) or "") for k, v in labels.items()):
+            total += float(m.group(2))
+    return total
+
+
+QUESTION = [{"role": "user", "content": "Say hello in one short sentence."}]
+
+
+def test_real_tokens_stream_through_queue_and_worker_to_the_openai_sdk(stack: Stack) -> None:
+    before = httpx.get(stack.worker_metrics, timeout=10).text
+    with openai.OpenAI(base_url=f"{stack.api}/v1", api_key="unused", max_retries=0) as sdk:
+        chunks = list(sdk.chat.completions.create(model=MODEL, messages=QUESTION, stream=True,  # type: ignore[arg-type]
+                                                  stream_options={"include_usage": True}))  # fmt: skip
+    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert len(pieces) >= 3 and "".join(pieces).strip(), pieces  # several real tokens, not one block
+    usage = next(c.usage for c in chunks if c.usage is not None)
+    assert usage.completion_tokens > 0 and usage.prompt_tokens > 0
+    after = httpx.get(stack.worker_metrics, timeout=10).text
+    completion = metric(after, "agent_llm_tokens_total", kind="completion") - metric(
+        before, "agent_llm_tokens_total", kind="completion"
+    )
+    assert completion >= usage.completion_tokens > 0  # the worker counted the engine's own tokens
+    ttft = metric(after, "agent_llm_time_to_first_token_seconds_count") - metric(
+        before, "agent_llm_time_to_first_token_seconds_count"
+    )
+    assert ttft >= 1
+
+
+def test_real_tokens_stream_to_the_ollama_client(stack: Stack) -> None:
+    client = ollama.Client(host=stack.api, timeout=120)
+    parts = [part.message.content for part in client.chat(model=MODEL, messages=QUESTION, stream=True)]
+    assert len([p for p in parts if p]) >= 3 and "".join(parts).strip()
+
+
+def test_a_prompt_over_the_context_is_a_clear_4xx(stack: Stack) -> None:
+    long = " ".join(f"word{i}" for i in range(CONTEXT * 2))
+    body = {"model": MODEL, "messages": [{"role": "user", "content": long}]}
+    resp = httpx.post(f"{stack.api}/v1/chat/completions", json=body, timeout=120)
+    assert 400 <= resp.status_code < 500, resp.text
+    error = resp.json()["error"]
+    assert error["code"] == "context_length_exceeded" and "context" in error["message"]
+
+
+def test_temperature_zero_answers_are_reproducible_with_the_prompt_cache_off(stack: Stack) -> None:
+    body = {"model": MODEL, "messages": QUESTION}
+    answers = [httpx.post(f"{stack.api}/v1/chat/completions", json=body, timeout=120).json() for _ in range(3)]
+    texts = [a["choices"][0]["message"]["content"] for a in answers]
+    assert texts[0].strip() and texts.count(texts[0]) == 3, texts
