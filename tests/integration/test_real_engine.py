@@ -3,7 +3,9 @@ serving SmolLM2-135M-Instruct, reached through agent-api -> Redis -> agent-worke
 
 Real tokens from a real transformer, so these tests check structure and plumbing: streaming to the openai SDK
 and the ollama client, token counts and time to first token in the worker's metrics, a clear 4xx for a prompt
-over the context, reproducibility at temperature 0. Never accuracy: this model almost never calls a tool.
+over the context. Never accuracy: this model almost never calls a tool. (Temperature 0 with the prompt cache
+on was reproducible here too with one slot, so no test here claims the cache setting; the scripted OpenAI
+server checks that every request sends cache_prompt false.)
 """
 
 from __future__ import annotations
@@ -108,8 +110,8 @@ def test_real_tokens_stream_through_queue_and_worker_to_the_openai_sdk(stack: St
 
 
 def test_real_tokens_stream_to_the_ollama_client(stack: Stack) -> None:
-    client = ollama.Client(host=stack.api, timeout=120)
-    parts = [part.message.content for part in client.chat(model=MODEL, messages=QUESTION, stream=True)]
+    with ollama.Client(host=stack.api, timeout=120) as client:
+        parts = [part.message.content for part in client.chat(model=MODEL, messages=QUESTION, stream=True)]
     assert len([p for p in parts if p]) >= 3 and "".join(parts).strip()
 
 
@@ -119,11 +121,5 @@ def test_a_prompt_over_the_context_is_a_clear_4xx(stack: Stack) -> None:
     resp = httpx.post(f"{stack.api}/v1/chat/completions", json=body, timeout=120)
     assert 400 <= resp.status_code < 500, resp.text
     error = resp.json()["error"]
-    assert error["code"] == "context_length_exceeded" and "context" in error["message"]
-
-
-def test_temperature_zero_answers_are_reproducible_with_the_prompt_cache_off(stack: Stack) -> None:
-    body = {"model": MODEL, "messages": QUESTION}
-    answers = [httpx.post(f"{stack.api}/v1/chat/completions", json=body, timeout=120).json() for _ in range(3)]
-    texts = [a["choices"][0]["message"]["content"] for a in answers]
-    assert texts[0].strip() and texts.count(texts[0]) == 3, texts
+    assert error["code"] == "context_length_exceeded" and "context window" in error["message"]
+    assert "http://" not in error["message"]  # the model server's address stays in the operator's log
