@@ -51,7 +51,12 @@ CLOCK = {
     "reply": {"tool_calls": [{"name": "sistem_bilgisi", "arguments": {}}]},
 }
 
-ANSWER = {"content": "Saat 14:05, sunucu saatine göre.", "token_delay": 0.05}
+# Long and slow enough (~4 s) that the page shows it growing word by word: streaming, not a block at the end.
+ANSWER_TEXT = (
+    "Saat 14:05, sunucu saatine göre. Bu bilgi sistem bilgisi aracından geldi ve sunucunun kendi saat "
+    "dilimine göre verildi; bilgisayarınızdaki saat biraz farklı olabilir."
+)
+ANSWER = {"content": ANSWER_TEXT, "token_delay": 0.15}
 
 
 @dataclass
@@ -225,12 +230,26 @@ def focus_chat_box(page: WebDriver) -> bool:
     return True
 
 
-def ask_in_page(page: WebDriver, question: str) -> str:
-    """Type into the chat box and send; returns the page text once the answer's footer is there."""
+def words_shown(text: str) -> int:
+    """How many leading words of the answer the page shows."""
+    words = ANSWER_TEXT.split()
+    return max((k for k in range(1, len(words) + 1) if " ".join(words[:k]) in text), default=0)
+
+
+def ask_in_page(page: WebDriver, question: str) -> tuple[str, set[int]]:
+    """Type into the chat box and send; returns the page text once the answer's footer is there, and every
+    partial length (in words) the answer was seen at on the way."""
     wait_for(page, focus_chat_box, 60, "a clickable chat box")
     page.find_element(By.ID, "chat-input").send_keys(question, Keys.ENTER)
-    wait_for(page, lambda p: "Tools used: sistem_bilgisi" in page_text(p), 120, "the answer with its footer")
-    return page_text(page)
+    seen: set[int] = set()
+
+    def answered(p: WebDriver) -> bool:
+        text = page_text(p)
+        seen.add(words_shown(text))
+        return "Tools used: sistem_bilgisi" in text
+
+    wait_for(page, answered, 120, "the answer with its footer")
+    return page_text(page), seen - {0, len(ANSWER_TEXT.split())}
 
 
 def test_two_users_chat_through_the_page_in_headless_chromium(
@@ -243,11 +262,12 @@ def test_two_users_chat_through_the_page_in_headless_chromium(
         with chromium(tmp_path / "profile") as page:
             try:
                 log_in(page, front.webui, email, password)
-                shown = ask_in_page(page, "Saat kaç?")
+                shown, partial = ask_in_page(page, "Saat kaç?")
             except Exception:
                 print(f"evidence: {keep_evidence(page, tmp_path, email.split('@')[0])}")
                 raise
-        assert "Saat 14:05, sunucu saatine göre." in shown, shown
+        assert ANSWER_TEXT in shown, shown
+        assert len(partial) >= 3, f"the answer did not grow in the page: partial lengths seen {sorted(partial)}"
     # Open WebUI asks for the chat's title after the answer, in the background: wait for both users' tasks.
     tasks = lambda: {r["user"] for r in records(front, audit_mark) if r.get("kind") == "client_task"}  # noqa: E731
     wait_until(lambda: tasks() >= set(USERS), 120, what="a background task of each user in the audit log")
