@@ -190,3 +190,9 @@ def test_mixed_columns_count_only_their_strings() -> None:
     rows = json.dumps([{"state": s} for s in states])
     verdict = check("12 are open, 11 closed.", [("t", rows)], [], tools_called=True)
     assert verdict.status == "grounded", verdict.as_dict()
+
+
+@pytest.mark.parametrize("token", ["137.52", "4137.52", "1.234", "0.125", "1.2345", "12.345", "1234.567", "9.5"])
+def test_the_plain_decimal_fast_path_reads_as_the_general_rule_does(token: str) -> None:
+    values = figures.source_values(f'{{"a": {token}}}')[0]
+    assert sorted(values) == sorted(v for v, _ in figures._token_readings(token))

@@ -195,8 +195,8 @@ def source_values(text: str) -> tuple[list[float], list[str], list[Date]]:
     for token in tokens:
         if token.isdigit():
             continue
-        if token.find(".") > 3 and token.count(".") == 1 and "," not in token and "-" not in token:
-            values.append(float(token))  # 4137.52: a JSON float, one reading
+        if _plain_decimal(token):
+            values.append(float(token))  # 4137.52, 137.52: a JSON float, one reading
             texts.append(token)
         elif (date := _SOURCE_DATE.match(token)) is not None:
             y, m, d = (date[1], date[2], date[3]) if date[1] else (date[6], date[5], date[4])
@@ -207,6 +207,14 @@ def source_values(text: str) -> tuple[list[float], list[str], list[Date]]:
                     values.append(value)
                     texts.append(part)
     return values, texts, dates
+
+
+def _plain_decimal(token: str) -> bool:
+    """One dot, nothing else, and not `1.234` (a thousands group in Turkish): the one reading is float(token)."""
+    dot = token.find(".")
+    if dot <= 0 or token.count(".") != 1 or not token.replace(".", "").isdigit():
+        return False
+    return dot > 3 or len(token) - dot - 1 != 3
 
 
 def _token_readings(token: str) -> list[tuple[float, int]]:
