@@ -13,6 +13,7 @@ import os
 import random
 import sys
 import time
+from typing import Any
 
 from agent.loop.grounding import check
 from tests.bench.stats import summary_ms
@@ -20,7 +21,7 @@ from tests.bench.stats import summary_ms
 
 def tool_results() -> list[tuple[str, str]]:
     rng = random.Random(16)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "id": f"TX-{1000 + i}",
             "customer": f"C-{rng.randint(1000, 9999)}",

@@ -269,6 +269,9 @@ def test_two_users_chat_through_the_page_in_headless_chromium(
         assert ANSWER_TEXT in shown, shown
         assert len(partial) >= 3, f"the answer did not grow in the page: partial lengths seen {sorted(partial)}"
     # Open WebUI asks for the chat's title after the answer, in the background: wait for both users' tasks.
-    tasks = lambda: {r["user"] for r in records(front, audit_mark) if r.get("kind") == "client_task"}  # noqa: E731
+
+    def tasks() -> set[str]:
+        return {r["user"] for r in records(front, audit_mark) if r.get("kind") == "client_task"}
+
     wait_until(lambda: tasks() >= set(USERS), 120, what="a background task of each user in the audit log")
     check_two_users(front, audit_mark, sent_mark)

@@ -45,12 +45,12 @@ class ToolServer:
     def rows(self, table: str) -> list[dict[str, Any]]:
         """Every row of a reports table, read straight from the database (not through the server)."""
         if self.backend == "sqlite":
-            conn = sqlite3.connect(self.data_dir / "reports-demo.sqlite3")
-            conn.row_factory = sqlite3.Row
+            lite = sqlite3.connect(self.data_dir / "reports-demo.sqlite3")
+            lite.row_factory = sqlite3.Row
             try:
-                return [dict(r) for r in conn.execute(f"SELECT * FROM {table}")]
+                return [dict(r) for r in lite.execute(f"SELECT * FROM {table}")]
             finally:
-                conn.close()
+                lite.close()
         with psycopg.connect(self.db_url, row_factory=dict_row) as conn:
             return [_plain(r) for r in conn.execute(f"SELECT * FROM {table}").fetchall()]
 

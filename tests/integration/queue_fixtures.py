@@ -84,8 +84,8 @@ class Workers:
 
     def statuses(self) -> list[dict[str, Any]]:
         """Status of each live worker (its key expires a few seconds after the worker stops)."""
-        client = self.redis.client()
-        raw = [client.get(worker_status_key(w)) for w in client.smembers(WORKERS_SET)]
+        client = self.redis.client()  # decode_responses: members and values are str
+        raw = [client.get(worker_status_key(str(w))) for w in client.smembers(WORKERS_SET)]
         return [json.loads(r) for r in raw if r]
 
     def kill(self, proc: Proc) -> None:
@@ -164,4 +164,4 @@ async def answer(backend: QueueBackend, req: RoundRequest) -> str:
 
 def queued(group: Workers) -> list[str]:
     client = group.redis.client()
-    return [job_id for key in RQ_QUEUE_KEYS for job_id in client.lrange(key, 0, -1)]
+    return [str(job_id) for key in RQ_QUEUE_KEYS for job_id in client.lrange(key, 0, -1)]

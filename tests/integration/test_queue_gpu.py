@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
+from typing import cast
 
 import httpx
 import pytest
 from prometheus_client import REGISTRY
 
-from agent.backends.base import RoundDone, TextDelta
+from agent.backends.base import RoundDone, RoundEvent, TextDelta
 from agent.errors import QueueFull
 from agent.queue.keys import ROUND_TIMES, rq_job_key
 from tests.integration import queue_fixtures
@@ -132,7 +134,7 @@ async def test_disconnect_removes_the_queued_job_and_stops_the_running_generatio
     queue_fake.script({"default": {"content": " ".join(["tok"] * 200)}, "token_delay": 0.05})
     queue_workers.start()
     async with open_backend(queue_workers) as backend:
-        running = backend.stream_round(request("running"))
+        running = cast(AsyncGenerator[RoundEvent, None], backend.stream_round(request("running")))  # an async def
         first = await anext(running)
         while not isinstance(first, TextDelta):
             first = await anext(running)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agent.backends.base import RoundRequest
 from agent.errors import DependencyDown, QueueFull, QueueTimeout
 from agent.queue import keys
 from tests.integration import queue_fixtures
@@ -25,7 +26,7 @@ queue_redis, queue_fake, queue_workers = (
 SLOW = {"when": {"user_contains": "slow"}, "reply": {"content": "s " * 20, "token_delay": 0.5}}
 
 
-def task(text: str = "### Task: title") -> queue_fixtures.RoundRequest:
+def task(text: str = "### Task: title") -> RoundRequest:
     return replace(request(text), priority="task")
 
 

@@ -89,7 +89,7 @@ def test_named_and_earlier_tools_are_kept_but_never_outside_the_role(
     agents: dict[str, Agent], ollama: FakeOllama
 ) -> None:
     ollama.script(default={"content": "ok"})
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "What is the trading volume on EURUSD?"},
         {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "islem_hacmi", "arguments": {}}}]},
         {"role": "tool", "content": "{}", "tool_name": "islem_hacmi"},

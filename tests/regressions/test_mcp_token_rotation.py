@@ -43,7 +43,8 @@ def token_file(tmp_path: Path) -> Path:
 def mcp(tmp_path: Path, token_file: Path) -> Iterator[McpServer]:
     port = free_port()
     files, data = tmp_path / "files", tmp_path / "data"
-    files.mkdir(), data.mkdir()
+    files.mkdir()
+    data.mkdir()
     env = {"MCP_HOST": "127.0.0.1", "MCP_PORT": str(port), "MCP_TOKEN": "", "MCP_TOKEN_FILE": str(token_file),
            "FILES_ROOT": str(files), "DATA_DIR": str(data)}  # fmt: skip
     with running(["mcp-server"], env=env, ready_url=f"http://127.0.0.1:{port}/healthz", timeout=60) as proc:

@@ -68,7 +68,7 @@ def test_concurrent_requests_across_two_processes_admit_exactly_the_limit(
         limited_agent(ollama, mcp_server, tmp_path, redis_port) as second,
     ):
         # a Redis that answers slowly for a moment (as under load): the limiter waits, it never guesses
-        redis.Redis(port=redis_port).execute_command("CLIENT", "PAUSE", "1500", "WRITE")
+        redis.Redis(port=redis_port).client_pause(1500, all=False)  # CLIENT PAUSE 1500 WRITE
         statuses = asyncio.run(burst([first, second], key))
     assert statuses[200] == LIMIT
     assert statuses[200] + statuses[429] + statuses[503] == REQUESTS

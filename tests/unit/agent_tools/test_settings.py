@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from agent_tools.server import create_app
 from agent_tools.settings import ConfigError, Settings
@@ -16,7 +17,7 @@ def test_token_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         Settings(mcp_token=None).checked_token()
     assert Settings(mcp_token=None, mcp_allow_no_token=True).checked_token() is None
     with pytest.raises(ConfigError, match="too weak"):
-        Settings(mcp_token="short").checked_token()
+        Settings(mcp_token=SecretStr("short")).checked_token()
     (tmp_path / "tok").write_text("s" * 20 + "\n")
     assert Settings(mcp_token=None, mcp_token_file=tmp_path / "tok").checked_token() == "s" * 20
 

@@ -21,11 +21,16 @@ def test_a_failed_assertion_inside_the_condition_is_raised_at_once() -> None:
 
 def test_errors_mean_not_yet_and_the_last_one_is_chained_to_the_timeout() -> None:
     with pytest.raises(TimeoutError, match="the service") as info:
-        wait_until(lambda: {}["missing"], timeout=0.1, what="the service")
+        wait_until(lambda: dict[str, bool]()["missing"], timeout=0.1, what="the service")
     assert isinstance(info.value.__cause__, KeyError)
 
 
 def test_a_condition_that_becomes_true_returns() -> None:
     seen: list[int] = []
-    wait_until(lambda: seen.append(1) or len(seen) >= 3, timeout=5, interval=0.001)
+
+    def third_call() -> bool:
+        seen.append(1)
+        return len(seen) >= 3
+
+    wait_until(third_call, timeout=5, interval=0.001)
     assert len(seen) == 3

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
+from pydantic import SecretStr
 
 from agent.api.app import create_app
 from agent.backends.base import ModelStatus
@@ -34,7 +35,7 @@ async def agent(tmp_path: Path, served: str, extra: str, ollama: list[str]) -> A
         agent_auth="none",
         anonymous_role="admin",
         audit_dir=tmp_path / "audit",
-        audit_key="unit-test-audit-key-0123456789",
+        audit_key=SecretStr("unit-test-audit-key-0123456789"),
         rate_limit_per_minute=0,
     )
     app = create_app(settings, backend=Ollama(ollama), toolbox=MemoryToolBox())  # type: ignore[arg-type]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from agent.backends.base import RoundRequest
 from agent.backends.engine import direct_backend
@@ -17,7 +19,7 @@ TOOLS = [{"type": "function", "function": {"name": "kur", "parameters": {"type":
 
 
 def request(tools: bool = False) -> RoundRequest:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "sys"},
         {"role": "user", "content": "rates?"},
         {
@@ -88,7 +90,7 @@ def test_errors_are_mapped_to_clear_messages(
 
 def test_model_protocol_chooses_the_direct_backend() -> None:
     ollama = direct_backend(Settings(ollama_url="http://o:11434"))
-    openai = direct_backend(Settings(model_protocol="openai", model_url="http://v:8000/", model_api_key="k"))
+    openai = direct_backend(Settings(model_protocol="openai", model_url="http://v:8000/", model_api_key=SecretStr("k")))
     assert isinstance(ollama, OllamaBackend) and ollama.url == "http://o:11434"
     assert isinstance(openai, OpenAICompatBackend) and openai.url == "http://v:8000"
     assert openai.http.headers["authorization"] == "Bearer k"

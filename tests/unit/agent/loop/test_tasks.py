@@ -8,7 +8,7 @@ import pytest
 
 from agent.errors import QueueFull
 from agent.loop.engine import FinalEvent, TextEvent
-from agent.loop.tasks import TaskRunner, detect, local_answer
+from agent.loop.tasks import ClientTask, TaskRunner, detect, local_answer
 from agent.settings import Settings
 from tests.unit.agent.conftest import ScriptedBackend
 
@@ -40,12 +40,16 @@ def test_questions_are_not_tasks_and_the_pattern_is_configurable() -> None:
     assert custom is not None and custom.kind == "other"
 
 
+def detected(text: str) -> ClientTask:
+    task = detect(convo(text), PATTERN)
+    assert task is not None, text
+    return task
+
+
 def test_local_answers_have_the_shape_asked_for() -> None:
-    assert json.loads(local_answer(detect(convo(TITLE), PATTERN))) == {
-        "title": "How many dollars were deposited today?"
-    }  # type: ignore[arg-type]
-    assert json.loads(local_answer(detect(convo(TAGS), PATTERN))) == {"tags": []}  # type: ignore[arg-type]
-    assert json.loads(local_answer(detect(convo(FOLLOW_UPS), PATTERN))) == {"follow_ups": []}  # type: ignore[arg-type]
+    assert json.loads(local_answer(detected(TITLE))) == {"title": "How many dollars were deposited today?"}
+    assert json.loads(local_answer(detected(TAGS))) == {"tags": []}
+    assert json.loads(local_answer(detected(FOLLOW_UPS))) == {"follow_ups": []}
 
 
 async def run(settings: Settings, backend: ScriptedBackend, prompt: str = TITLE) -> list[object]:
