@@ -138,6 +138,18 @@ def test_huge_body_is_413(agent_api: AgentApi) -> None:
     assert "limit" in resp.json()["error"]["message"]
 
 
+def test_huge_body_without_content_length_is_413(agent_api: AgentApi, ollama: FakeOllama) -> None:
+    """Sent chunked (no Content-Length to refuse up front): the limit is counted on the bytes as they come."""
+    ollama.script(default={"content": "should never be asked"})
+    head = b'{"model": "qwen3:4b", "messages": [{"role": "user", "content": "'
+    chunks = iter([head, *[b"x" * 100_000] * 12, b'"}]}'])  # 1.2 MB against MAX_BODY_BYTES=1,000,000
+    resp = httpx.post(f"{agent_api.url}/v1/chat/completions", timeout=10, content=chunks)
+    assert resp.request.headers.get("transfer-encoding") == "chunked" and "content-length" not in resp.request.headers
+    assert resp.status_code == 413
+    assert "exceeds the limit of 1000000 bytes" in resp.json()["error"]["message"]
+    assert ollama.requests() == []
+
+
 def test_unknown_model_via_sdk_is_not_found(agent_api: AgentApi, sdk: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError):
         sdk.chat.completions.create(model="nope", messages=[{"role": "user", "content": "x"}])
