@@ -64,7 +64,7 @@ def busy_from(requests: list[Json]) -> Busy:
     spans = sorted((r["started_at"], r["ended_at"]) for r in requests if r["messages"] and r["ended_at"])
     if not spans:
         return Busy(0, 0.0, 0.0, [])
-    busy, gaps = 0.0, []
+    busy, gaps = 0.0, list[float]()
     start, end = spans[0]
     for s, e in spans[1:]:
         if s > end:

@@ -369,7 +369,7 @@ class Generation:
 
     def token_delay(self) -> float:
         """Seconds before the next chunk: slower while other generations run, as a batching server is."""
-        return self.plan.token_delay * max(1, self.running()) ** self.plan.batch_exponent
+        return float(self.plan.token_delay * max(1, self.running()) ** self.plan.batch_exponent)
 
     def chunk(self, done: bool, **message: Any) -> Json:
         return {

@@ -20,6 +20,7 @@ import httpx
 import ollama
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
 from tests.integration import queue_fixtures
 from tests.integration.conftest import McpServer, agent_env
@@ -86,13 +87,13 @@ def metric(text: str, name: str, **labels: str) -> float:
     return total
 
 
-QUESTION = [{"role": "user", "content": "Say hello in one short sentence."}]
+QUESTION: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Say hello in one short sentence."}]
 
 
 def test_real_tokens_stream_through_queue_and_worker_to_the_openai_sdk(stack: Stack) -> None:
     before = httpx.get(stack.worker_metrics, timeout=10).text
     with openai.OpenAI(base_url=f"{stack.api}/v1", api_key="unused", max_retries=0) as sdk:
-        chunks = list(sdk.chat.completions.create(model=MODEL, messages=QUESTION, stream=True,  # type: ignore[arg-type]
+        chunks = list(sdk.chat.completions.create(model=MODEL, messages=QUESTION, stream=True,
                                                   stream_options={"include_usage": True}))  # fmt: skip
     pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
     assert len(pieces) >= 3 and "".join(pieces).strip(), pieces  # several real tokens, not one block

@@ -63,7 +63,7 @@ class Cluster:
 
     def live_gpus(self) -> set[str]:
         client = self.redis(self.password)
-        raw = [client.get(worker_status_key(w)) for w in client.smembers(WORKERS_SET)]
+        raw = [client.get(worker_status_key(str(w))) for w in client.smembers(WORKERS_SET)]
         return {json.loads(r)["gpu_id"] for r in raw if r}
 
     def generating(self) -> list[str]:

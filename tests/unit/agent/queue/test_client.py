@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agent.backends.base import RoundRequest
@@ -34,7 +36,7 @@ def test_retry_after_comes_from_recent_round_times(
 
 
 def test_capacity_is_the_slots_of_each_live_gpu_once() -> None:
-    workers = [
+    workers: list[dict[str, Any]] = [
         {"gpu_id": "gpu0", "slots": 1},
         {"gpu_id": "gpu1", "slots": 3},
         {"gpu_id": "gpu1", "slots": 3},  # a second worker on the same GPU shares its slots
