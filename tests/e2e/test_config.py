@@ -18,11 +18,11 @@ OURS = ["agent-api", "agent-worker", "mcp-server"]
 PROMETHEUS_IMAGE = "local-agent/prometheus-debian:e2e"
 
 
-def config(*files: str, profiles: str = "") -> dict[str, Any]:
+def config(*files: str, profiles: str = "", env: dict[str, str] | None = None) -> dict[str, Any]:
     args = [arg for name in files for arg in ("-f", name)]
     out = run(
         ["docker", "compose", "-p", "la-config", *args, "config", "--format", "json"],
-        env={"COMPOSE_BAKE": "false", "COMPOSE_PROFILES": profiles},
+        env={"COMPOSE_BAKE": "false", "COMPOSE_PROFILES": profiles, **(env or {})},
     ).stdout
     data: dict[str, Any] = json.loads(out)
     return data
@@ -108,6 +108,45 @@ def test_every_compose_variable_is_documented() -> None:
     used = set(re.findall(r"\$\{([A-Z0-9_]+)", text))
     documented = set(re.findall(r"^#?\s*([A-Z0-9_]+)=", (REPO / ".env.example").read_text(), re.M))
     assert used <= documented, f"not in .env.example: {sorted(used - documented)}"
+
+
+WORKER_HOST_ENV = {"REDIS_URL": "rediss://main-host:6380/0", "WORKER_HOST_NAME": "gpu-host-2"}
+
+
+def test_a_worker_host_runs_ollama_and_a_hardened_worker_joining_the_main_servers_redis(docker_ready: None) -> None:
+    merged = config("compose.worker-host.yml", env=WORKER_HOST_ENV)
+    assert merged["services"].keys() == {"ollama", "ollama-pull", "agent-worker"}  # no API, no Redis of its own
+    worker = merged["services"]["agent-worker"]
+    env = worker["environment"]
+    assert env["REDIS_URL"] == "rediss://main-host:6380/0" and env["GPU_ID"] == "gpu-host-2-gpu0"
+    assert env["REDIS_PASSWORD_FILE"] == "/run/local-agent/secrets/redis-password"
+    assert [(v["target"], v["read_only"]) for v in worker["volumes"]] == [("/run/local-agent/secrets", True)]
+    assert [p["target"] for p in worker["ports"]] == [9101]  # Prometheus on the main server scrapes it
+    assert worker["user"] == "10001:10001" and worker["read_only"] is True and worker["cap_drop"] == ["ALL"]
+    assert set(worker["depends_on"]) == {"ollama", "ollama-pull"}
+    assert merged["networks"]["gpu"].get("internal") is True and merged["services"]["ollama"]["networks"] == {
+        "gpu": None
+    }
+    for missing in WORKER_HOST_ENV:
+        refused = run(
+            ["docker", "compose", "-p", "la-config", "-f", "compose.worker-host.yml", "config", "-q"],
+            env={**{k: v for k, v in WORKER_HOST_ENV.items() if k != missing}, missing: ""},
+            check=False,
+        )
+        assert refused.returncode != 0 and missing in refused.stderr, refused.stderr
+
+
+def test_the_queue_host_publishes_redis_over_tls_only_and_lets_prometheus_reach_worker_hosts(
+    base: dict[str, Any],
+) -> None:
+    merged = config("docker-compose.yml", "compose.queue-host.yml")
+    redis = merged["services"]["redis"]
+    assert [p["target"] for p in redis["ports"]] == [6380]
+    command = redis["command"]
+    assert command[command.index("--tls-port") + 1] == "6380" and "--tls-cert-file" in command
+    assert not merged["networks"]["queue-uplink"].get("internal") and merged["networks"]["queue"]["internal"]
+    assert "scrape-uplink" in merged["services"]["prometheus"]["networks"]
+    assert merged["services"].keys() == base["services"].keys()
 
 
 def promtool(*args: str) -> str:

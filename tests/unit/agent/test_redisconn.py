@@ -63,3 +63,9 @@ def test_the_hint_names_what_to_fix() -> None:
     assert "REDIS_TLS_CA_FILE" in fix_hint(RedisConnectionError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate"))
     assert "TLS" in fix_hint(RedisConnectionError("EOF occurred in violation of protocol (_ssl.c:2427)."))
     assert "REDIS_URL" in fix_hint(RedisConnectionError("Error 111 connecting to 127.0.0.1:6379."))
+
+
+def test_empty_values_from_compose_mean_unset() -> None:
+    empty = settings(redis_url="redis://q/0", redis_username="", redis_password_file="", redis_tls_ca_file="")
+    assert empty.redis_tls_ca_file is None and empty.redis_password_file is None
+    assert connection_options(empty) == {}

@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent_contract.secrets import RotatingSecret, read_secret
@@ -185,6 +185,19 @@ class Settings(BaseSettings):
     """opt-in: the last raw request is written there (mode 0600). It holds personal data: off in production"""
     log_level: str = "INFO"
     """structlog JSON logs on stdout"""
+
+    @field_validator(
+        "redis_username",
+        "redis_password_file",
+        "redis_tls_ca_file",
+        "redis_tls_cert_file",
+        "redis_tls_key_file",
+        mode="before",
+    )
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        """Compose passes `VAR=` for an unset `${VAR:-}`: that means "not set", never the path "."."""
+        return None if value == "" else value
 
     def mcp_secret(self) -> str | None:
         """The bearer token for the MCP server: MCP_TOKEN, else the contents of MCP_TOKEN_FILE."""
