@@ -4,7 +4,8 @@ The queue host runs redis-server (password required), mcp-server and agent-api; 
 agent-worker and a scripted Ollama, and joins through the queue host's Redis with the password from a file.
 A worker host loses its network mid-round (tests/support/netns.py: its cable is pulled, its processes do
 not know): the request ends with a clear error, or is retried on the other host when no token had been
-sent, within seconds; the requests after it are answered by the other host.
+sent, within seconds; the requests after it are answered by the other host, and the host rejoins by itself
+when its network is back.
 """
 
 from __future__ import annotations
@@ -220,6 +221,11 @@ def test_a_host_lost_mid_round_ends_that_request_clearly_and_the_other_host_serv
     readyz = httpx.get(f"{cluster.api}/readyz", timeout=10).text
     assert f"{survivor}-gpu0" in readyz and f"{victim}-gpu0" not in readyz
     assert cluster.password not in cluster.outputs() + readyz
+
+    cluster.hosts[victim].reconnect()  # the host comes back: its worker rejoins by itself and takes rounds again
+    wait_until(lambda: len(cluster.live_gpus()) == 2, timeout=30, what="the lost host rejoining")
+    script_hosts(cluster)
+    wait_until(lambda: ask(cluster.api, "back again") == f"answered by {victim}", 30, what=f"a round on {victim}")
 
 
 def _text(event: dict[str, Any]) -> str:

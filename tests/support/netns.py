@@ -56,6 +56,10 @@ class Host:
         what the other hosts see of a machine that lost power."""
         ip("-n", self.lan, "link", "set", f"p-{self.name}", "down")
 
+    def reconnect(self) -> None:
+        """The cable is back."""
+        ip("-n", self.lan, "link", "set", f"p-{self.name}", "up")
+
 
 def _free_subnet() -> ipaddress.IPv4Network:
     used = subprocess.run([IP, "-4", "route", "show", "table", "all"], capture_output=True, text=True).stdout
