@@ -56,7 +56,7 @@ async def test_tokens_stream_as_the_gpu_makes_them_and_worker_exports_metrics(qu
             if isinstance(event, TextDelta):
                 arrivals.append(loop.time())
             if isinstance(event, RoundDone):
-                assert event.queue_wait_s is not None and event.completion_tokens == 6
+                assert event.completion_tokens == 6
     assert len(arrivals) == 6
     assert arrivals[-1] - arrivals[0] > 1.0  # delivered one by one, not buffered to the end
     async with httpx.AsyncClient() as http:

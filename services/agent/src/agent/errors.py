@@ -3,7 +3,6 @@
 AgentError
 ├── BadRequest            400  malformed body, wrong roles, invalid arguments
 ├── Unauthorized          401
-├── Forbidden             403
 ├── ModelNotFound         404  a model the agent does not serve, or Ollama has not pulled
 ├── PayloadTooLarge       413
 ├── QueueFull             429  with Retry-After
@@ -55,12 +54,6 @@ class Unauthorized(AgentError):
     status = 401
     type = "authentication_error"
     code = "invalid_api_key"
-    public: str | None = None
-
-
-class Forbidden(AgentError):
-    status = 403
-    type = "permission_error"
     public: str | None = None
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agent.backends.thinking import ThinkFilter, split_thinking
+from agent.backends.thinking import ThinkFilter
 
 
 @pytest.mark.parametrize(
@@ -14,8 +14,8 @@ from agent.backends.thinking import ThinkFilter, split_thinking
         ("<think>a</think>b</think>final", "a", "final"),
     ],
 )
-def test_split_keeps_only_what_follows_the_last_close_tag(content: str, thinking: str, answer: str) -> None:
-    got_thinking, got_answer = split_thinking(content)
+def test_only_what_follows_the_last_close_tag_is_the_answer(content: str, thinking: str, answer: str) -> None:
+    got_thinking, got_answer, _ = run([content], holdback=True)
     assert got_answer == answer
     assert "</think>" not in got_answer
     if thinking:

@@ -8,7 +8,7 @@ JSON-able so a round and its events can cross Redis unchanged.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol
 
 Message = dict[str, Any]  # Ollama's message shape: role, content, thinking?, tool_calls?, tool_name?
@@ -73,14 +73,14 @@ class RoundDone:
     done_reason: str = "stop"
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    total_duration_s: float = 0.0
-    eval_duration_s: float = 0.0
     time_to_first_token_s: float | None = None
-    queue_wait_s: float | None = None
     kind: Literal["done"] = "done"
 
 
 RoundEvent = TextDelta | ThinkingDelta | ToolCallsDelta | RoundDone
+
+
+_DONE_FIELDS = {f.name for f in fields(RoundDone)} - {"kind"}
 
 
 def event_to_dict(event: RoundEvent) -> dict[str, Any]:
@@ -96,8 +96,8 @@ def event_from_dict(data: dict[str, Any]) -> RoundEvent:
         return ThinkingDelta(**payload)
     if kind == "tool_calls":
         return ToolCallsDelta([ToolCall(**c) for c in payload["calls"]])
-    if kind == "done":
-        return RoundDone(**payload)
+    if kind == "done":  # fields a worker of another release adds are dropped, not a crash of the API
+        return RoundDone(**{k: v for k, v in payload.items() if k in _DONE_FIELDS})
     raise ValueError(f"unknown round event kind {kind!r}")
 
 

@@ -28,8 +28,6 @@ from agent.backends.stream import RoundTimer, json_object, text_events, transpor
 from agent.backends.thinking import ThinkFilter
 from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError
 
-NS = 1e9
-
 
 def pull_hint(model: str) -> str:
     # The serving `ollama` container has no way out (internal network): only the ollama-pull service may download.
@@ -146,8 +144,6 @@ class ChatRound:
             done_reason=chunk.get("done_reason") or "stop",
             prompt_tokens=int(chunk.get("prompt_eval_count") or 0),
             completion_tokens=int(chunk.get("eval_count") or 0),
-            total_duration_s=(chunk.get("total_duration") or 0) / NS,
-            eval_duration_s=(chunk.get("eval_duration") or 0) / NS,
             time_to_first_token_s=self.timer.first_token,
         )
 

@@ -210,16 +210,15 @@ async def stream_completions(
 
 
 class CompletionRound:
-    """Turns chat.completion.chunk payloads into round events; usage and timings come with the last ones."""
+    """Turns chat.completion.chunk payloads into round events; the usage comes with the last one."""
 
     def __init__(self, holdback: bool) -> None:
         self.think, self.calls, self.timer = ThinkFilter(holdback), ToolCallParts(), RoundTimer()
         self.finish_reason = "stop"
         self.usage: dict[str, Any] = {}
-        self.timings: dict[str, Any] = {}
 
     def events(self, chunk: dict[str, Any]) -> list[RoundEvent]:
-        self.usage, self.timings = chunk.get("usage") or self.usage, chunk.get("timings") or self.timings
+        self.usage = chunk.get("usage") or self.usage
         events: list[RoundEvent] = []
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
@@ -243,8 +242,6 @@ class CompletionRound:
             done_reason="length" if self.finish_reason == "length" else "stop",
             prompt_tokens=int(self.usage.get("prompt_tokens") or 0),
             completion_tokens=int(self.usage.get("completion_tokens") or 0),
-            total_duration_s=self.timer.elapsed(),
-            eval_duration_s=float(self.timings.get("predicted_ms") or 0.0) / 1000,
             time_to_first_token_s=self.timer.first_token,
         )
         return [*events, done]

@@ -44,7 +44,7 @@ def transport_errors(server: str, url: str, fix: str) -> Iterator[None]:
 
 
 class RoundTimer:
-    """Seconds since the request was sent, and to the first token (thinking, text or a tool call)."""
+    """Seconds from the request being sent to the first token (thinking, text or a tool call)."""
 
     def __init__(self) -> None:
         self.started = time.monotonic()
@@ -53,9 +53,6 @@ class RoundTimer:
     def token(self) -> None:
         if self.first_token is None:
             self.first_token = time.monotonic() - self.started
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
 
 
 def text_events(thinking: str, answer: str) -> list[RoundEvent]:

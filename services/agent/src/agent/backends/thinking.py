@@ -10,15 +10,6 @@ from __future__ import annotations
 OPEN, CLOSE = "<think>", "</think>"
 
 
-def split_thinking(content: str) -> tuple[str, str]:
-    """Split finished content into (thinking, answer) by the last closing tag."""
-    head, sep, tail = content.rpartition(CLOSE)
-    if not sep:
-        return "", content
-    thinking = head.replace(OPEN, "").strip()
-    return thinking, tail.lstrip()
-
-
 def _partial_suffix(text: str, tag: str) -> int:
     """Length of the longest suffix of `text` that is a proper prefix of `tag` (a tag split across chunks)."""
     for n in range(min(len(tag) - 1, len(text)), 0, -1):
@@ -74,6 +65,3 @@ class ThinkFilter:
         rest = self.raw[self.emitted :]
         self.emitted = len(self.raw)
         return "", rest
-
-    def answer(self) -> str:
-        return split_thinking(self.raw)[1]

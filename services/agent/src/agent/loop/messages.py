@@ -138,7 +138,3 @@ def _text_field(msg: dict[str, Any], keys: tuple[str, ...], where: str) -> str |
             raise BadRequest(f"{where}.{key} must be a string", param=where)
         return value
     return None
-
-
-def last_user_text(messages: list[Message]) -> str:
-    return next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")

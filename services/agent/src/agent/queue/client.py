@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, cast
 
 import redis.asyncio as aioredis
@@ -219,7 +219,7 @@ class QueueBackend:
             rnd.forwarded = True
             if isinstance(event, RoundDone):
                 rnd.finished = True
-                return replace(event, queue_wait_s=rnd.queue_wait)
+                return event
             return event
         return None
 
