@@ -114,6 +114,7 @@ def start_queue_host(host: netns.Host, password: str, tmp: Path, procs: list[Pro
         REDIS_PASSWORD_FILE=str(tmp / "redis-password"),
         THINK_HOLDBACK_MODELS="",
         EXTRA_MODELS="",
+        RATE_LIMIT_PER_MINUTE="600",  # its window lives in the same Redis: the limiter needs the password too
     )
     api = f"http://{host.address}:{API_PORT}/healthz"
     procs.append(start(host.run(str(VENV_BIN / "agent-api")), env=env, ready_url=api, timeout=60))
