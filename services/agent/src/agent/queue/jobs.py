@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Future
@@ -34,6 +35,7 @@ from agent.queue.writer import EventWriter, GpuLock, RoundControl
 from agent.settings import Settings
 
 log = structlog.get_logger("agent.queue.jobs")
+BOOKKEEPING_AFTER = 0.1  # seconds into a round (or its end) before the RQ thread does its own bookkeeping
 
 
 @dataclass
@@ -68,17 +70,22 @@ def run_round(request: dict[str, Any], enqueued_at: float, job_id: str) -> dict[
     if _runtime is None:
         raise RuntimeError("run_round runs only inside agent-worker")
     rt = _runtime
-    release = _once(rt.slots.claim())
+    release, ended = _once(rt.slots.claim()), threading.Event()
     future = asyncio.run_coroutine_threadsafe(
-        execute_round(rt, job_id, RoundRequest.from_dict(request), enqueued_at, release), rt.loop
+        execute_round(rt, job_id, RoundRequest.from_dict(request), enqueued_at, release, ended.set), rt.loop
     )
     rt.futures.add(future)
 
-    def ended(done: Future[dict[str, Any]]) -> None:
+    def finished(done: Future[dict[str, Any]]) -> None:
         rt.futures.discard(done)
         release()  # the round crashed before it could
+        ended.set()
 
-    future.add_done_callback(ended)
+    future.add_done_callback(finished)
+    # RQ's bookkeeping of this job (a few round trips of Python work) waits while the round starts and, for
+    # a short round, until it ends: the two threads do not take turns at the GIL on the round's critical path.
+    # A long round has it done during its generation, so it never sits between two generations.
+    ended.wait(BOOKKEEPING_AFTER)
     return {"outcome": "started"}
 
 
@@ -106,6 +113,7 @@ async def execute_round(
     request: RoundRequest,
     enqueued_at: float,
     release: Callable[[], None] = lambda: None,
+    ended: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
     """Accept, take a GPU slot, stream from the model into the event stream; never raises AgentError.
 
@@ -140,6 +148,7 @@ async def execute_round(
     finally:
         control.finished = True
         release()
+        ended()
         await writer.close()  # last events, slot release and the round time: one round trip
         del rt.rounds[job_id]
         structlog.contextvars.unbind_contextvars("request_id", "job_id")

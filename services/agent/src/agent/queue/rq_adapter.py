@@ -7,7 +7,8 @@ no hook for, and both lean on RQ internals that tests/integration/test_rq_adapte
   `push_job_id()`. AdmittingQueue overrides that push with a Lua script that pushes only below
   MAX_QUEUE_DEPTH, so saving and admitting a job is one MULTI/EXEC and the script's reply is the last
   result of the pipeline.
-- heartbeat: GpuWorker skips RQ's unpipelined heartbeats that come closer than 5 s apart.
+- heartbeat and state: GpuWorker skips RQ's unpipelined heartbeats that come closer than 5 s apart and its
+  unpipelined worker-state writes.
 - slots: GpuWorker dequeues only while this worker has a free round slot (agent.queue.slots); the job
   function starts the round and returns, so up to WORKER_SLOTS rounds run at once in one process.
 """
@@ -125,6 +126,15 @@ class GpuWorker(SimpleWorker):
             super().execute_job(job, queue)
         finally:
             self.slots.settle()  # the job failed before its round claimed the slot
+
+    def set_state(self, state: str, pipeline: Any = None) -> None:
+        # RQ writes idle/busy to its worker hash with one unpipelined round trip before each dequeue and after
+        # each job: right between one generation and the next. Rounds outlive their jobs here, so that state
+        # means little; it is kept locally (warm shutdown reads it) and written only inside RQ's pipelines.
+        if pipeline is None:
+            self._state = state
+            return
+        super().set_state(state, pipeline)
 
     def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
         # RQ sends this as two unpipelined commands up to three times per job, between one generation and
