@@ -21,7 +21,7 @@ from starlette.types import ASGIApp
 
 from agent_contract import request_id
 from agent_contract.labels import TOOL_CALLED, UNKNOWN_TOOL, ServerToolOutcome, duration_ms, tool_label
-from agent_tools import __version__, demo
+from agent_tools import __version__, demo, distractors
 from agent_tools.db import Database, DatabaseError, open_database, redact_url
 from agent_tools.deps import Deps, bind, bind_user, unbind, unbind_user
 from agent_tools.http import AuthMiddleware, metrics_response
@@ -126,6 +126,9 @@ def create_server(settings: Settings, *, metrics: Metrics | None = None) -> Tool
     """The MCP server with every discovered tool registered (no HTTP)."""
     guard = IdentityGuard.from_settings(settings)
     specs = discover()
+    if settings.checked_distractors():
+        specs += distractors.specs()
+        log.warning("distractor_tools_loaded", count=len(specs), hint="measurement only: MCP_DISTRACTOR_TOOLS")
     check_tools_known(guard.policy, [spec.name for spec in specs])
     server = ToolServer(build_deps(settings), metrics or Metrics(), guard)
     for spec in specs:

@@ -82,6 +82,10 @@ class Settings(BaseSettings):
     mcp_require_identity: bool = True
     """refuse HTTP tool calls that carry no `X-Agent-Role` (the agent always forwards one); `false` only for direct
     development calls. Calls that carry an identity are always checked"""
+    mcp_distractor_tools: bool = False
+    """measurement only: add 39 distractor reports (50 tools in all) to the demo server, to measure tool retrieval
+    (`scripts/bench-retrieval`, [tools.md](tools.md#tool-retrieval)); refused with `REPORTS_DB_URL`. They have no
+    data: a call returns an error saying so"""
     mcp_request_read_timeout_seconds: float = Field(default=15.0, gt=0)
     """a request (headers and body) must arrive whole this many seconds after its first byte; slower ones are cut"""
 
@@ -149,6 +153,14 @@ class Settings(BaseSettings):
 
         return current
 
+    def checked_distractors(self) -> bool:
+        """MCP_DISTRACTOR_TOOLS, refused outside the demo database: they must never reach a real tool list."""
+        if self.mcp_distractor_tools and self.reports_db_url:
+            raise ConfigError(
+                "MCP_DISTRACTOR_TOOLS=true is for measuring on the demo database only; unset it or REPORTS_DB_URL"
+            )
+        return self.mcp_distractor_tools
+
     def demo_db_path(self) -> Path:
         return self.data_dir / "reports-demo.sqlite3"
 
@@ -177,6 +189,7 @@ def environ_summary() -> dict[str, str]:
         "TZ",
         "MCP_POLICY_FILE",
         "MCP_REQUIRE_IDENTITY",
+        "MCP_DISTRACTOR_TOOLS",
     ]
     return {name: ("set" if os.environ.get(name) else "unset") for name in names}
 
