@@ -134,6 +134,7 @@ def test_scores_count_exactly_the_scripted_mistakes(run_a: dict[str, Any]) -> No
         "spurious_call": 1,
         "extra_call": 0,
         "wrong_arguments": 1,
+        "retrieval_missed": 0,
         "request_failed": 0,
     }
     verdicts = {r["id"]: r["verdict"] for r in run_a["records"]}

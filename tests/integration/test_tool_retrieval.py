@@ -6,6 +6,7 @@ The scripted Ollama's replies prove the plumbing, never a model's accuracy."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import yaml
 from agent_contract.policy import shipped_policy_text
 from tests.integration.conftest import FakeOllama, McpServer, agent_env
 from tests.support.contract import TOOL_NAMES
-from tests.support.procs import free_port, running
+from tests.support.procs import VENV_BIN, free_port, running
 
 OPERATIONS = set(yaml.safe_load(shipped_policy_text())["roles"]["operations"])
 
@@ -40,12 +41,13 @@ class Agent:
 def agents(
     fake_ollama: FakeOllama, mcp_server: McpServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Agent]]:
-    """An admin agent with the defaults (lexical, k=4) and an `operations` agent with k=2."""
+    """An admin agent with lexical retrieval and the default k=4, and an `operations` agent with k=2."""
     ports = free_port(), free_port()
     dirs = tmp_path_factory.mktemp("audit-admin"), tmp_path_factory.mktemp("audit-ops")
-    admin = agent_env(fake_ollama.url, mcp_server, ports[0], AUDIT_DIR=str(dirs[0]))
+    on = {"TOOL_RETRIEVAL": "lexical"}
+    admin = agent_env(fake_ollama.url, mcp_server, ports[0], AUDIT_DIR=str(dirs[0]), **on)
     ops = agent_env(
-        fake_ollama.url, mcp_server, ports[1], AUDIT_DIR=str(dirs[1]), ANONYMOUS_ROLE="operations", TOOL_TOP_K="2"
+        fake_ollama.url, mcp_server, ports[1], AUDIT_DIR=str(dirs[1]), ANONYMOUS_ROLE="operations", TOOL_TOP_K="2", **on
     )
     with (
         running(["agent-api"], env=admin, ready_url=f"http://127.0.0.1:{ports[0]}/healthz"),
@@ -106,3 +108,55 @@ def test_named_and_earlier_tools_are_kept_but_never_outside_the_role(
     assert [o["rank"] for o in entries if "rank" in o] == [1, 2]  # TOOL_TOP_K=2 ranked, the rest kept
     assert why["kyc_ozeti"] == "named" and why["islem_hacmi"] == "called earlier"
     assert "sistem_bilgisi" in offered and len(offered) == len(why)
+
+
+QUESTIONS = """
+version: 1
+questions:
+  - {id: date-but-files, lang: en, text: "What is today's date?", expect: [dosya_ara]}
+  - {id: deposits, lang: en, text: "How many dollars were deposited today?", expect: [depozit_ozeti]}
+  - {id: notes-tr, lang: tr, text: "Notlarımı göster.", expect: [notlari_getir]}
+"""
+
+
+def test_agent_eval_scores_a_tool_never_offered_as_retrieval_missed(
+    agents: dict[str, Agent], ollama: FakeOllama, tmp_path: Path
+) -> None:
+    """The first question's expected tool is never among the top 4 for its words: retrieval, not the model,
+    missed it. The second is offered but the script picks the neighbour: the model's mistake."""
+    ollama.script(
+        rules=[
+            {
+                "when": {"user_contains": "deposited", "last_role": "user"},
+                "reply": {"tool_calls": [{"name": "cekim_ozeti", "arguments": {}}]},
+            },
+            {
+                "when": {"user_contains": "Notlar", "last_role": "user"},
+                "reply": {"tool_calls": [{"name": "notlari_getir", "arguments": {}}]},
+            },
+        ],
+        default={"content": "Done."},
+    )
+    (tmp_path / "q.yaml").write_text(QUESTIONS, encoding="utf-8")
+    command = [
+        str(VENV_BIN / "agent-eval"),
+        "run",
+        "--base-url",
+        f"{agents['admin'].url}/v1",
+        "--questions",
+        str(tmp_path / "q.yaml"),
+        "--out",
+        str(tmp_path / "out"),
+        "--quiet",
+    ]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    run = json.loads((tmp_path / "out" / "qwen3_4b.json").read_text(encoding="utf-8"))
+    verdicts = {r["id"]: r["verdict"] for r in run["records"]}
+    assert verdicts == {"date-but-files": "retrieval_missed", "deposits": "wrong_tool", "notes-tr": "correct"}
+    r = run["scores"]["retrieval"]
+    assert r["recall"] == {"correct": 2, "total": 3, "rate": 0.6667}
+    assert r["by_lang"]["en"]["recall"]["rate"] == 0.5 and r["by_lang"]["tr"]["recall"]["rate"] == 1.0
+    assert r["model_choice"] == {"correct": 1, "total": 2, "rate": 0.5}
+    report = (tmp_path / "out" / "qwen3_4b.md").read_text(encoding="utf-8")
+    assert "| date-but-files (#1) | dosya_ara |" in report

@@ -83,10 +83,10 @@ class Settings(BaseSettings):
     """a tool result is cut to this before the model reads it"""
     tools_cache_seconds: float = 60.0
     """how long the MCP tool list is cached (a changed docstring reaches the model after this)"""
-    tool_retrieval: Literal["off", "lexical"] = "lexical"
+    tool_retrieval: Literal["off", "lexical"] = "off"
     """before the first round, offer the model only the `TOOL_TOP_K` allowed tools that best fit the question (plus
     any named in it or called earlier): `lexical` (BM25 with Turkish folding, no dependency) or `off` (every allowed
-    tool) —
+    tool; the default: with the shipped 11 tools a missed tool costs more than the prompt it saves) —
     [tools.md](tools.md#tool-retrieval)"""
     tool_top_k: int = Field(default=4, ge=1, le=100)
     """how many ranked tools `TOOL_RETRIEVAL` offers per request"""

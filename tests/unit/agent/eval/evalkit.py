@@ -23,6 +23,7 @@ def record(
     tags: list[str] | None = None,
     lang: str = "en",
     latency: float = 1.0,
+    offered: list[str] | None = None,
 ) -> Record:
     r = Record(
         id=qid,
@@ -35,7 +36,7 @@ def record(
         args=args or {},
     )
     r.calls = [Call(name, arguments) for name, arguments in calls or []]
-    r.error, r.latency_s, r.rounds = error, latency, 1 + bool(calls)
+    r.error, r.latency_s, r.rounds, r.offered = error, latency, 1 + bool(calls), offered
     return judge(r, TODAY)
 
 

@@ -148,7 +148,7 @@ class SixTools(MemoryToolBox):
 
 
 async def test_every_round_of_a_request_offers_the_first_rounds_set(settings: Settings) -> None:
-    settings = settings.model_copy(update={"tool_top_k": 2})
+    settings = settings.model_copy(update={"tool_retrieval": "lexical", "tool_top_k": 2})
     backend = ScriptedBackend([[("islem_hacmi", {})], [("kyc_ozeti", {})], "done"])
     loop = ToolLoop(settings, backend, SixTools())  # type: ignore[arg-type]
     question = [{"role": "user", "content": "how much was deposited today?"}]
@@ -161,10 +161,24 @@ async def test_every_round_of_a_request_offers_the_first_rounds_set(settings: Se
 
 
 async def test_the_loop_ranks_only_the_callers_tools(settings: Settings) -> None:
-    settings = settings.model_copy(update={"tool_top_k": 2})
+    settings = settings.model_copy(update={"tool_retrieval": "lexical", "tool_top_k": 2})
     backend = ScriptedBackend(["fine"])
     caller = Caller("u", "ops", lambda name: name != "depozit_ozeti")
     loop = ToolLoop(settings, backend, SixTools())  # type: ignore[arg-type]
     [e async for e in loop.run([{"role": "user", "content": "depozit_ozeti deposits"}], "m", caller, "rid")]
     offered = [t["function"]["name"] for t in backend.requests[0].tools or []]
     assert "depozit_ozeti" not in offered and len(offered) == 2
+
+
+def test_a_question_matching_no_tool_gets_every_allowed_tool() -> None:
+    selection = ask("zzz qqq", k=2)
+    assert selection.names == NAMES and {o.why for o in selection.offered} == {"no match"}
+
+
+async def test_off_by_default_every_allowed_tool_is_offered(settings: Settings) -> None:
+    backend = ScriptedBackend(["fine"])
+    loop = ToolLoop(settings.model_copy(update={"tool_top_k": 2}), backend, SixTools())  # type: ignore[arg-type]
+    events = [e async for e in loop.run([{"role": "user", "content": "deposits"}], "m", Caller(), "rid")]
+    assert [t["function"]["name"] for t in backend.requests[0].tools or []] == NAMES
+    final = events[-1]
+    assert isinstance(final, FinalEvent) and final.retrieval is not None and final.retrieval["mode"] == "off"

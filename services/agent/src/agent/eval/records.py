@@ -16,7 +16,14 @@ from agent.eval.errors import RunFileError
 from agent.eval.questions import Question
 
 Verdict = Literal[
-    "correct", "wrong_tool", "missed_call", "spurious_call", "extra_call", "wrong_arguments", "request_failed"
+    "correct",
+    "wrong_tool",
+    "missed_call",
+    "spurious_call",
+    "extra_call",
+    "wrong_arguments",
+    "retrieval_missed",
+    "request_failed",
 ]
 VERDICTS: tuple[Verdict, ...] = (
     "correct",
@@ -25,6 +32,7 @@ VERDICTS: tuple[Verdict, ...] = (
     "spurious_call",
     "extra_call",
     "wrong_arguments",
+    "retrieval_missed",
     "request_failed",
 )
 
@@ -59,6 +67,7 @@ class Record:
     args_ok: bool | None = None  # None: the question states no expected arguments (or the tool was not called)
     arg_problems: list[str] = field(default_factory=list)
     grounding: dict[str, Any] | None = None  # the agent's verdict on the answer's figures (local_agent.grounding)
+    offered: list[str] | None = None  # the tools offered when retrieval narrowed the list (local_agent.retrieval)
 
     @classmethod
     def for_question(cls, q: Question, repeat: int) -> Record:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.eval import NO_TOOL, grounding
+from agent.eval import NO_TOOL, grounding, retrieval
 from agent.eval.compare import Comparison
 from agent.eval.records import Record, Run
 
@@ -24,8 +24,11 @@ READING = """\
   (`spurious_call`), and so is answering without the tool (`missed_call`).
 - **Arguments** are checked only where the question states them and the expected tool was called;
   **Strict** needs both. Verdicts: `correct`, `wrong_tool` (another tool instead), `missed_call`,
-  `spurious_call`, `extra_call` (right tool plus an unexpected one), `wrong_arguments`, `request_failed`
-  (HTTP or transport error: fix the stack, not the docstring).
+  `spurious_call`, `extra_call` (right tool plus an unexpected one), `wrong_arguments`, `retrieval_missed`
+  (the agent's tool retrieval did not offer the needed tool: fix the docstring's WHEN TO USE words or
+  `TOOL_TOP_K`, not the model), `request_failed` (HTTP or transport error: fix the stack, not the docstring).
+- **Retrieval**: recall is the share of questions needing a tool whose tools were all offered; the model's
+  choice is scored apart, on the questions where they were.
 - **Confusion matrix**: rows are the expected tool, columns the tool called; off-diagonal cells are the
   borders the docstrings must separate (a `WHEN NOT TO USE` naming the neighbour is the usual fix).
 - Compare two runs with `agent-eval compare BEFORE.json AFTER.json`; only compare runs whose question-set
@@ -176,6 +179,10 @@ def render_run(run: Run) -> str:
         "## Mistakes",
         "",
         *_mistakes(run.records),
+        "",
+        "## Retrieval (was the needed tool offered at all?)",
+        "",
+        *retrieval.render(s.get("retrieval") or {}, run.records),
         "",
         "## Grounding (is the answer what the tools returned?)",
         "",

@@ -17,6 +17,7 @@ import httpx
 from agent.eval.errors import AgentRefused, AgentUnreachable
 from agent.eval.questions import QuestionSet
 from agent.eval.records import Call, Record, Run
+from agent.eval.retrieval import offered_names
 from agent.eval.scoring import judge, score
 
 Progress = Callable[[int, int, Record], None]
@@ -111,6 +112,7 @@ def _read_reply(resp: httpx.Response, record: Record) -> None:
         return
     record.rounds = int(trace.get("rounds") or 0)
     record.grounding = trace["grounding"] if isinstance(trace.get("grounding"), dict) else None
+    record.offered = offered_names(trace.get("retrieval"))
     record.calls = [
         Call(
             name=str(c.get("name")),

@@ -3,7 +3,8 @@
 Authorization comes first: the ranking only ever sees the tools the caller's role may use, so it can narrow
 that list and never widen it. Always kept, whatever their rank: a tool named in the question, and a tool
 called earlier in the conversation (a follow-up such as "and yesterday?" needs it). The set is chosen once
-per request: later rounds of the same request keep it (docs/tools.md, "Tool retrieval").
+per request: later rounds of the same request keep it (docs/tools.md, "Tool retrieval"). When no word of the
+question matches any tool, a rank would be arbitrary: every allowed tool is offered.
 
 The lexical ranking is BM25 over each tool's name, summary line, WHEN TO USE text, trigger phrases and
 Example — never its WHEN NOT TO USE part, which names the neighbours' words. Text is folded for Turkish
@@ -27,7 +28,7 @@ from agent.mcp_client import ToolSpec
 from agent_contract.fingerprint import tool_fingerprints
 
 Mode = Literal["off", "lexical", "embedding"]
-Why = Literal["rank", "named", "called earlier", "all"]
+Why = Literal["rank", "named", "called earlier", "all", "no match"]
 
 _FOLD = str.maketrans("ışçğöüâîû", "iscgouaiu")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -197,6 +198,9 @@ class Retriever:
         kept: dict[str, Why] = {n: "named" for n in sorted(named_in(question, allowed))}
         kept |= {n: "called earlier" for n in sorted(called_earlier(conversation)) if n in allowed and n not in kept}
         scores = self.ranker(tools).scores(question, allowed)
+        if not any(scores.values()):  # no word of the question matched any tool: a rank would be arbitrary
+            offered = [Offered(n, "no match") for n in allowed]
+            return Selection(self.mode, self.top_k, len(allowed), offered, (time.perf_counter() - started) * 1000)
         order = sorted(allowed, key=lambda n: -scores[n])  # stable: ties keep the listing order
         top = order[: self.top_k]
         offered = [Offered(n, kept.get(n, "rank"), i + 1, round(scores[n], 3)) for i, n in enumerate(top)]
