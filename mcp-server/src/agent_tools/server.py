@@ -127,7 +127,7 @@ def create_server(settings: Settings, *, metrics: Metrics | None = None) -> Tool
     guard = IdentityGuard.from_settings(settings)
     specs = discover()
     if settings.checked_distractors():
-        specs += distractors.specs()
+        specs += distractors.specs(taken={spec.name for spec in specs})
         log.warning("distractor_tools_loaded", count=len(specs), hint="measurement only: MCP_DISTRACTOR_TOOLS")
     check_tools_known(guard.policy, [spec.name for spec in specs])
     server = ToolServer(build_deps(settings), metrics or Metrics(), guard)

@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from agent_contract.policy import load_policy
+from agent_tools import distractors
 from agent_tools.distractors import CATALOG
 from agent_tools.server import create_server
 from agent_tools.settings import ConfigError
@@ -29,8 +30,10 @@ async def test_off_by_default_the_server_lists_only_the_real_tools(tmp_path: Pat
 
 async def test_the_switch_makes_fifty_tools_each_written_by_the_rules(tmp_path: Path) -> None:
     tools = await listed(tmp_path, on=True)
-    assert len(tools) == len(TOOL_NAMES) + len(CATALOG) == 50 and list(tools)[: len(TOOL_NAMES)] == TOOL_NAMES
-    for d in CATALOG:
+    distractors = [d for d in CATALOG if d.name not in TOOL_NAMES]  # a real tool of the same name wins
+    assert len(tools) == len(TOOL_NAMES) + len(distractors) and list(tools)[: len(TOOL_NAMES)] == TOOL_NAMES
+    assert len(CATALOG) == 39
+    for d in distractors:
         text = tools[d.name]
         for section in ("WHEN TO USE:", "ALWAYS call this tool", "Example:", "WHEN NOT TO USE:"):
             assert section in text, (d.name, section)
@@ -59,4 +62,9 @@ def test_no_shipped_role_but_admin_can_reach_them() -> None:
     policy = load_policy(None)
     for role in policy.roles:
         if role != "admin":
-            assert not any(policy.allows(role, d.name) for d in CATALOG), role
+            assert not any(policy.allows(role, d.name) for d in CATALOG if d.name not in TOOL_NAMES), role
+
+
+def test_a_real_tool_of_the_same_name_wins_over_a_distractor() -> None:
+    names = [spec.name for spec in distractors.specs(taken={"iade_ozeti"})]
+    assert "iade_ozeti" not in names and len(names) == len(CATALOG) - 1

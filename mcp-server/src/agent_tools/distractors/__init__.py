@@ -57,10 +57,13 @@ def _make(d: Distractor) -> Callable[..., Any]:
     return tool()(fn)
 
 
-def specs() -> list[ToolSpec]:
-    """Every distractor as a ToolSpec, in catalog order (the same checks as a real tool's docstring)."""
+def specs(taken: set[str]) -> list[ToolSpec]:
+    """Every distractor as a ToolSpec, in catalog order (the same checks as a real tool's docstring); one named
+    like a real tool in `taken` is left out: the real tool wins."""
     out = []
     for d in CATALOG:
+        if d.name in taken:
+            continue
         fn = _make(d)
         out.append(ToolSpec(fn, d.name, describe(fn), getattr(fn, _MARK), getattr(fn, _AUDIT)))
     return out

@@ -69,7 +69,7 @@ BUSINESS: tuple[Distractor, ...] = (
         "trading volume -> islem_hacmi. Overnight swap charges -> swap_ozeti.",
     ),
     Distractor(
-        "bonus_ozeti",
+        "kampanya_bonusu",
         "dates",
         "Returns promotional bonuses credited to clients: count, total USD, campaign.",
         "the user asks about bonuses, promotions or credit given to clients by a campaign.",
