@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import statistics
@@ -75,7 +76,7 @@ def cost_ms(retriever: Retriever, tools: list[ToolSpec], qs: list[Question], rep
 def modes() -> Makers:
     found: Makers = {"lexical": lambda k: Retriever("lexical", k)}
     try:
-        from agent.loop.embedding import EmbeddingRanker  # optional extra `embedding`
+        embedding = importlib.import_module("agent.loop.embedding")  # the optional extra `embedding`
     except ImportError as exc:
         print(f"embedding mode: not installed ({exc}); install the `embedding` extra to measure it")
         return found
@@ -83,7 +84,7 @@ def modes() -> Makers:
 
     def make_ranker(tools: Sequence[ToolSpec]) -> Ranker:
         key = ",".join(t.name for t in tools)
-        cache.setdefault(key, EmbeddingRanker(tools))
+        cache.setdefault(key, embedding.EmbeddingRanker(tools))
         return cache[key]
 
     found["embedding"] = lambda k: Retriever("embedding", k, make_ranker)
