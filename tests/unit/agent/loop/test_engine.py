@@ -6,6 +6,7 @@ from typing import Any
 
 from agent.loop.engine import Caller, FinalEvent, LoopEvent, TextEvent, ToolLoop, ToolResultEvent
 from agent.settings import Settings
+from agent_contract.headers import Caller as Identity
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend
 
 Q = [{"role": "user", "content": "how many accounts are long on EURUSD?"}]
@@ -127,3 +128,10 @@ async def test_a_timed_out_tool_is_a_timeout_whatever_its_text_says(settings: Se
     f = final(await collect(ToolLoop(settings, backend, MemoryToolBox(slow={"islem_hacmi"}))))  # type: ignore[arg-type]
     assert [(t.name, t.outcome, t.executed) for t in f.trace] == [("islem_hacmi", "timeout", True)]
     assert f.tools_used == ["islem_hacmi"]
+
+
+def test_the_loops_caller_is_the_contracts_identity_plus_the_policy_check() -> None:
+    caller = Caller("ayşe", "operations", lambda name: name == "kyc_ozeti")
+    assert isinstance(caller, Identity)  # one identity type: what the loop checks is what the MCP server is told
+    assert caller.headers() == Identity("ayşe", "operations").headers()
+    assert caller.may_use("kyc_ozeti") and not caller.may_use("musteri_bakiyesi")

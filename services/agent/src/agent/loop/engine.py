@@ -30,6 +30,7 @@ from agent.loop.prompt import SYSTEM_PROMPT, tool_result_message
 from agent.loop.retrieval import Retriever
 from agent.mcp_client import ToolBox, ToolSpec
 from agent.settings import Settings
+from agent_contract.headers import Caller as Identity
 from agent_contract.labels import TOOL_CALLED, AgentToolOutcome, duration_ms, tool_label
 
 log = structlog.get_logger("agent.loop.engine")
@@ -62,12 +63,13 @@ def tools_used(trace: list[TraceEntry]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Caller:
-    """Who asks: the tool list is built from `may_use` before the model sees anything."""
+class Caller(Identity):
+    """Who asks: the identity the MCP server is told (agent_contract's Caller, one type for both services) plus
+    the policy's check for that role; the tool list is built from `may_use` before the model sees anything."""
 
     user: str = "anonymous"
     role: str = "admin"
-    may_use: Callable[[str], bool] = field(default=lambda name: True)
+    may_use: Callable[[str], bool] = field(default=lambda name: True, compare=False)
 
 
 @dataclass(frozen=True)
