@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable
+import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from agent import __version__
-from agent.api import access
-from agent.api.bodies import capture, flag, include_usage, read_json, resolve_model
-from agent.api.info import add_info_routes
+from agent.api import access, chat, info
 from agent.api.middleware import ObserveMiddleware
-from agent.api.render_ollama import OllamaRenderer
-from agent.api.render_openai import OpenAIRenderer
-from agent.api.schema import ChatCompletionRequest, OllamaChatRequest, body_of, install_openapi
+from agent.api.schema import install_openapi
 from agent.backends.base import ModelBackend
-from agent.errors import AgentError, BadRequest
-from agent.loop.engine import LoopEvent, ToolLoop
-from agent.loop.messages import normalize
-from agent.loop.tasks import TaskRunner, detect
-from agent.mcp_client import ToolBox, request_id_var
+from agent.errors import AgentError
+from agent.loop.engine import ToolLoop
+from agent.loop.tasks import TaskRunner
+from agent.mcp_client import ToolBox
 from agent.settings import Settings
 
 log = structlog.get_logger("agent.api")
@@ -48,28 +43,6 @@ def error_response(exc: AgentError, ollama_shape: bool = False) -> JSONResponse:
         headers["x-should-retry"] = "false"  # the openai SDK would otherwise retry a full queue twice
     body: dict[str, Any] = {"error": exc.client_message} if ollama_shape else exc.body()
     return JSONResponse(body, status_code=exc.status, headers=headers)
-
-
-async def _first(events: AsyncIterator[LoopEvent]) -> AsyncIterator[LoopEvent]:
-    """Pull the first event before answering, so failures before any token get their real HTTP status."""
-    first = await anext(events)
-
-    async def chained() -> AsyncIterator[LoopEvent]:
-        yield first
-        async for event in events:
-            yield event
-
-    return chained()
-
-
-async def _until_disconnect(request: Request, work: Awaitable[Any]) -> Any:
-    """Run a non-streaming answer, cancelling it (and its queued round) if the client goes away."""
-    task = asyncio.ensure_future(work)
-    while not task.done():
-        done, _ = await asyncio.wait([task], timeout=0.5)
-        if not done and await request.is_disconnected():
-            task.cancel()
-    return task.result()
 
 
 def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox: ToolBox | None = None) -> FastAPI:
@@ -96,7 +69,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
         title="local-agent", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
     install_openapi(app)
-    app.state.settings = settings
+    app.state.settings, app.state.started = settings, int(time.time())  # read by the routes (agent.api.deps)
     access.install(app, settings)  # before any route: authentication applies to every route declared below
 
     app.add_middleware(ObserveMiddleware)
@@ -107,50 +80,12 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
         access.audit_failure(request, exc)
         return error_response(exc, ollama_shape=request.url.path.startswith("/api/"))
 
-    def start_loop(request: Request, data: dict[str, Any]) -> tuple[str, AsyncIterator[LoopEvent]]:
-        capture(settings.debug_capture_file, data)
-        model = resolve_model(data, settings)
-        conversation = normalize(data.get("messages"), settings.keep_client_system)
-        if len(conversation) > settings.max_messages:
-            raise BadRequest(
-                f"too many messages ({len(conversation)} > MAX_MESSAGES={settings.max_messages})", param="messages"
-            )
-        task = detect(conversation, settings.client_task_pattern)
-        if task is not None:  # a title/tags/follow-up request of the front-end, not the user's question
-            runner: TaskRunner = request.app.state.tasks
-            events = runner.run(task, conversation, model, request_id_var.get())
-        else:
-            loop: ToolLoop = request.app.state.loop
-            events = loop.run(conversation, model, access.caller(request), request_id_var.get())
-        return model, access.audited(request, model, conversation, events, task)
-
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi_schema() -> JSONResponse:
         return JSONResponse(app.openapi())
 
-    @app.post("/v1/chat/completions", openapi_extra=body_of(ChatCompletionRequest))
-    async def chat_completions(request: Request) -> Response:
-        data = await read_json(request, settings.max_body_bytes)
-        stream, usage = flag(data, "stream", False), include_usage(data)  # checked before anything is queued
-        model, events = start_loop(request, data)
-        renderer = OpenAIRenderer(model)
-        if not stream:
-            return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
-        chunks = renderer.stream(await _until_disconnect(request, _first(events)), usage)
-        return StreamingResponse(chunks, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-
-    @app.post("/api/chat", openapi_extra=body_of(OllamaChatRequest))
-    async def ollama_chat(request: Request) -> Response:
-        data = await read_json(request, settings.max_body_bytes)
-        stream = flag(data, "stream", True)
-        model, events = start_loop(request, data)
-        renderer = OllamaRenderer(model)
-        if not stream:
-            return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
-        first = await _until_disconnect(request, _first(events))  # a client gone before its first token stops it
-        return StreamingResponse(renderer.stream(first), media_type="application/x-ndjson")
-
-    add_info_routes(app, settings)
+    app.include_router(chat.router)  # after access.install: its guard applies to every included route
+    app.include_router(info.router)
 
     @app.get("/metrics")
     async def prometheus_metrics() -> Response:

@@ -3,118 +3,123 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from agent import __version__
 from agent.api.bodies import read_json, resolve_model
+from agent.api.deps import BackendDep, SettingsDep, StartedDep, ToolBoxDep
 from agent.backends.base import ModelStatus
 from agent.backends.models import has_model
 from agent.backends.ollama import pull_hint
 from agent.errors import ModelNotFound
 from agent.loop.prompt import SYSTEM_PROMPT
-from agent.settings import Settings
 from agent_contract.fingerprint import tool_fingerprints
 
+router = APIRouter()
 
-def add_info_routes(app: FastAPI, settings: Settings) -> None:
-    started = int(time.time())
 
-    @app.get("/v1/models")
-    async def openai_models() -> dict[str, Any]:
-        data = [
-            {"id": m, "object": "model", "created": started, "owned_by": "local-agent"}
-            for m in settings.served_models()
-        ]
-        return {"object": "list", "data": data}
+@router.get("/v1/models")
+async def openai_models(settings: SettingsDep, started: StartedDep) -> dict[str, Any]:
+    data = [
+        {"id": m, "object": "model", "created": started, "owned_by": "local-agent"} for m in settings.served_models()
+    ]
+    return {"object": "list", "data": data}
 
-    @app.get("/api/tags")
-    async def ollama_tags(request: Request) -> dict[str, Any]:
-        status: ModelStatus = await request.app.state.backend.status()
-        models = []
-        for name in settings.served_models():
-            entry = _ollama_model(name)
-            entry["details"]["available"] = has_model(status.models, name)
-            models.append(entry)
-        return {"models": models}
 
-    @app.get("/v1/models/{model_id:path}")
-    async def openai_model(model_id: str) -> dict[str, Any]:
-        if model_id not in settings.served_models():
-            raise ModelNotFound(f"The model `{model_id}` does not exist or is not served by this agent.")
-        return {"id": model_id, "object": "model", "created": started, "owned_by": "local-agent"}
+@router.get("/api/tags")
+async def ollama_tags(settings: SettingsDep, backend: BackendDep) -> dict[str, Any]:
+    status: ModelStatus = await backend.status()
+    models = []
+    for name in settings.served_models():
+        entry = _ollama_model(name)
+        entry["details"]["available"] = has_model(status.models, name)
+        models.append(entry)
+    return {"models": models}
 
-    @app.get("/api/ps")
-    async def ollama_ps(request: Request) -> dict[str, Any]:
-        """Served models the runtime has: Open WebUI asks on every model-list refresh."""
-        status: ModelStatus = await request.app.state.backend.status()
-        loaded = [m for m in settings.served_models() if m in status.models]
-        return {"models": [_ollama_model(m) | {"expires_at": "0001-01-01T00:00:00Z", "size_vram": 0} for m in loaded]}
 
-    @app.post("/api/show")
-    async def ollama_show(request: Request) -> dict[str, Any]:
-        data = await read_json(request, settings.max_body_bytes)
-        model = resolve_model({"model": data.get("model") or data.get("name")}, settings)
-        return {
-            "modelfile": "",
-            "parameters": "",
-            "template": "",
-            "details": _ollama_model(model)["details"],
-            "model_info": {"general.architecture": model.split(":")[0], "local_agent.served": True},
-            "capabilities": ["completion"],  # tools run inside the agent: clients send none of their own
-            "modified_at": "1970-01-01T00:00:00Z",
-        }
+@router.get("/v1/models/{model_id:path}")
+async def openai_model(model_id: str, settings: SettingsDep, started: StartedDep) -> dict[str, Any]:
+    if model_id not in settings.served_models():
+        raise ModelNotFound(f"The model `{model_id}` does not exist or is not served by this agent.")
+    return {"id": model_id, "object": "model", "created": started, "owned_by": "local-agent"}
 
-    @app.get("/api/version")
-    async def ollama_version() -> dict[str, str]:
-        return {"version": __version__}
 
-    @app.get("/v1/agent/info")
-    async def agent_info(request: Request) -> dict[str, Any]:
-        """What an evaluation run must record: model, runtime version, prompt and tool-description fingerprints."""
-        status: ModelStatus = await request.app.state.backend.status()
-        tools = await request.app.state.toolbox.list_tools()
-        return {
-            "agent_version": __version__,
-            "model": settings.ollama_model,
-            "models": settings.served_models(),
-            "ollama_version": status.version,
-            "system_prompt_sha256": hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(),
-            **tool_fingerprints(tools),
-            "max_tool_rounds": settings.max_tool_rounds,
-            "options": settings.round_options(),
-        }
+@router.get("/api/ps")
+async def ollama_ps(settings: SettingsDep, backend: BackendDep) -> dict[str, Any]:
+    """Served models the runtime has: Open WebUI asks on every model-list refresh."""
+    status: ModelStatus = await backend.status()
+    loaded = [m for m in settings.served_models() if m in status.models]
+    return {"models": [_ollama_model(m) | {"expires_at": "0001-01-01T00:00:00Z", "size_vram": 0} for m in loaded]}
 
-    @app.get("/healthz")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
 
-    @app.get("/readyz")
-    async def readyz(request: Request) -> JSONResponse:
-        status: ModelStatus = await request.app.state.backend.status()
-        # Unreachable (Ollama, the worker or Redis down) says nothing about the models: never call them missing.
-        missing = [m for m in settings.served_models() if not has_model(status.models, m)] if status.reachable else []
-        model_check: dict[str, Any] = {
-            "ok": status.reachable and not missing,
-            "version": status.version,
-            "served": settings.served_models(),
-            "missing": missing,
-            "detail": status.detail,
-        }
-        if status.reachable and missing:
-            model_check["fix"] = "; ".join(pull_hint(m) for m in missing)
-        elif not status.reachable:
-            model_check["fix"] = status.detail  # names what is down and how to start it
-        mcp_problem = await request.app.state.toolbox.problem()
-        mcp_check = {"ok": mcp_problem is None, "url": settings.mcp_url}
-        checks = {"model": model_check, "mcp_server": mcp_check | ({"detail": mcp_problem} if mcp_problem else {})}
-        ready = all(c["ok"] for c in checks.values())
-        return JSONResponse(
-            {"status": "ready" if ready else "degraded", "checks": checks}, status_code=200 if ready else 503
-        )
+@router.post("/api/show")
+async def ollama_show(request: Request, settings: SettingsDep) -> dict[str, Any]:
+    data = await read_json(request, settings.max_body_bytes)
+    model = resolve_model({"model": data.get("model") or data.get("name")}, settings)
+    return {
+        "modelfile": "",
+        "parameters": "",
+        "template": "",
+        "details": _ollama_model(model)["details"],
+        "model_info": {"general.architecture": model.split(":")[0], "local_agent.served": True},
+        "capabilities": ["completion"],  # tools run inside the agent: clients send none of their own
+        "modified_at": "1970-01-01T00:00:00Z",
+    }
+
+
+@router.get("/api/version")
+async def ollama_version() -> dict[str, str]:
+    return {"version": __version__}
+
+
+@router.get("/v1/agent/info")
+async def agent_info(settings: SettingsDep, backend: BackendDep, toolbox: ToolBoxDep) -> dict[str, Any]:
+    """What an evaluation run must record: model, runtime version, prompt and tool-description fingerprints."""
+    status: ModelStatus = await backend.status()
+    tools = await toolbox.list_tools()
+    return {
+        "agent_version": __version__,
+        "model": settings.ollama_model,
+        "models": settings.served_models(),
+        "ollama_version": status.version,
+        "system_prompt_sha256": hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(),
+        **tool_fingerprints(tools),
+        "max_tool_rounds": settings.max_tool_rounds,
+        "options": settings.round_options(),
+    }
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(settings: SettingsDep, backend: BackendDep, toolbox: ToolBoxDep) -> JSONResponse:
+    status: ModelStatus = await backend.status()
+    # Unreachable (Ollama, the worker or Redis down) says nothing about the models: never call them missing.
+    missing = [m for m in settings.served_models() if not has_model(status.models, m)] if status.reachable else []
+    model_check: dict[str, Any] = {
+        "ok": status.reachable and not missing,
+        "version": status.version,
+        "served": settings.served_models(),
+        "missing": missing,
+        "detail": status.detail,
+    }
+    if status.reachable and missing:
+        model_check["fix"] = "; ".join(pull_hint(m) for m in missing)
+    elif not status.reachable:
+        model_check["fix"] = status.detail  # names what is down and how to start it
+    mcp_problem = await toolbox.problem()
+    mcp_check = {"ok": mcp_problem is None, "url": settings.mcp_url}
+    checks = {"model": model_check, "mcp_server": mcp_check | ({"detail": mcp_problem} if mcp_problem else {})}
+    ready = all(c["ok"] for c in checks.values())
+    return JSONResponse(
+        {"status": "ready" if ready else "degraded", "checks": checks}, status_code=200 if ready else 503
+    )
 
 
 def _ollama_model(name: str) -> dict[str, Any]:

@@ -1,0 +1,90 @@
+"""The chat routes: OpenAI's /v1/chat/completions and Ollama's /api/chat, thin renderers of one tool loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from agent.api import access
+from agent.api.bodies import capture, flag, include_usage, read_json, resolve_model
+from agent.api.deps import LoopDep, SettingsDep, TasksDep
+from agent.api.render_ollama import OllamaRenderer
+from agent.api.render_openai import OpenAIRenderer
+from agent.api.schema import ChatCompletionRequest, OllamaChatRequest, body_of
+from agent.errors import BadRequest
+from agent.loop.engine import LoopEvent, ToolLoop
+from agent.loop.messages import normalize
+from agent.loop.tasks import TaskRunner, detect
+from agent.mcp_client import request_id_var
+from agent.settings import Settings
+
+router = APIRouter()
+
+
+@router.post("/v1/chat/completions", openapi_extra=body_of(ChatCompletionRequest))
+async def chat_completions(request: Request, settings: SettingsDep, loop: LoopDep, tasks: TasksDep) -> Response:
+    data = await read_json(request, settings.max_body_bytes)
+    stream, usage = flag(data, "stream", False), include_usage(data)  # checked before anything is queued
+    model, events = start_loop(request, data, settings, loop, tasks)
+    renderer = OpenAIRenderer(model)
+    if not stream:
+        return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
+    chunks = renderer.stream(await _until_disconnect(request, _first(events)), usage)
+    return StreamingResponse(chunks, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+@router.post("/api/chat", openapi_extra=body_of(OllamaChatRequest))
+async def ollama_chat(request: Request, settings: SettingsDep, loop: LoopDep, tasks: TasksDep) -> Response:
+    data = await read_json(request, settings.max_body_bytes)
+    stream = flag(data, "stream", True)
+    model, events = start_loop(request, data, settings, loop, tasks)
+    renderer = OllamaRenderer(model)
+    if not stream:
+        return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
+    first = await _until_disconnect(request, _first(events))  # a client gone before its first token stops it
+    return StreamingResponse(renderer.stream(first), media_type="application/x-ndjson")
+
+
+def start_loop(
+    request: Request, data: dict[str, Any], settings: Settings, loop: ToolLoop, tasks: TaskRunner
+) -> tuple[str, AsyncIterator[LoopEvent]]:
+    """Check the body, then run the tool loop (or the front-end's background task) under the audit trail."""
+    capture(settings.debug_capture_file, data)
+    model = resolve_model(data, settings)
+    conversation = normalize(data.get("messages"), settings.keep_client_system)
+    if len(conversation) > settings.max_messages:
+        raise BadRequest(
+            f"too many messages ({len(conversation)} > MAX_MESSAGES={settings.max_messages})", param="messages"
+        )
+    task = detect(conversation, settings.client_task_pattern)
+    if task is not None:  # a title/tags/follow-up request of the front-end, not the user's question
+        events = tasks.run(task, conversation, model, request_id_var.get())
+    else:
+        events = loop.run(conversation, model, access.caller(request), request_id_var.get())
+    return model, access.audited(request, model, conversation, events, task)
+
+
+async def _first(events: AsyncIterator[LoopEvent]) -> AsyncIterator[LoopEvent]:
+    """Pull the first event before answering, so failures before any token get their real HTTP status."""
+    first = await anext(events)
+
+    async def chained() -> AsyncIterator[LoopEvent]:
+        yield first
+        async for event in events:
+            yield event
+
+    return chained()
+
+
+async def _until_disconnect(request: Request, work: Awaitable[Any]) -> Any:
+    """Run a non-streaming answer, cancelling it (and its queued round) if the client goes away."""
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        done, _ = await asyncio.wait([task], timeout=0.5)
+        if not done and await request.is_disconnected():
+            task.cancel()
+    return task.result()
