@@ -42,6 +42,7 @@ class Target:
 def target(
     fake_ollama: FakeOllama, mcp_server: McpServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Target]:
+    fake_ollama.script()  # the session's fake may still carry an earlier module's script (a stream error)
     tmp, port = tmp_path_factory.mktemp("fuzz"), free_port()
     key = add_key(tmp / "keys.yaml", "fuzzer", "admin")
     env = agent_env(
