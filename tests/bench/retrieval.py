@@ -78,7 +78,7 @@ def modes() -> Makers:
     try:
         embedding = importlib.import_module("agent.loop.embedding")  # the optional extra `embedding`
     except ImportError as exc:
-        print(f"embedding mode: not installed ({exc}); install the `embedding` extra to measure it")
+        print(f"embedding mode: not in this build ({exc}); measured and not shipped, see docs/tools.md")
         return found
     cache: dict[str, Ranker] = {}
 
