@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 import pytest
 
-from agent.backends.base import RoundRequest
+from agent.backends.base import RoundEvent, RoundRequest
 from agent.queue import keys
-from agent.queue.client import estimate_retry_after, queue_for
+from agent.queue.client import QueueBackend, _Round, estimate_retry_after, queue_for
 from agent.queue.registry import capacity
+from agent.settings import Settings
 
 
 def make(round_no: int) -> RoundRequest:
@@ -51,3 +54,32 @@ def test_rounds_of_conversations_under_way_use_the_queue_read_first() -> None:
     assert queue_for(make(2)) == keys.QUEUE_CONTINUING
     assert queue_for(make(5)) == keys.QUEUE_CONTINUING
     assert queue_for(make(3), continuing_first=False) == keys.QUEUE_NEW
+
+
+async def test_a_cancellation_the_redis_client_swallows_still_ends_the_follow() -> None:
+    """redis-py sometimes returns from a cancelled blocking XREAD instead of raising: the round must still end."""
+    backend = QueueBackend(Settings(redis_url="redis://127.0.0.1:1/0", model_backend="queue"))
+    reading = asyncio.Event()
+
+    async def xread_that_swallows(*args: Any, **kwargs: Any) -> list[Any]:
+        if reading.is_set():  # only the first cancellation is lost; later reads behave
+            await asyncio.sleep(10)
+        reading.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(10)
+        return []
+
+    async def no_check(*args: Any) -> None:
+        return None
+
+    backend.redis.xread = xread_that_swallows  # type: ignore[method-assign]
+    backend._check = no_check  # type: ignore[method-assign,assignment]
+
+    async def first_event() -> RoundEvent:
+        return await anext(backend._follow(_Round(make(1), "job")))
+
+    follow = asyncio.create_task(first_event())
+    await reading.wait()
+    follow.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(follow, 2)
