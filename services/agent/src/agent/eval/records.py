@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from agent.eval import FORMAT
 from agent.eval.errors import RunFileError
@@ -25,16 +25,7 @@ Verdict = Literal[
     "retrieval_missed",
     "request_failed",
 ]
-VERDICTS: tuple[Verdict, ...] = (
-    "correct",
-    "wrong_tool",
-    "missed_call",
-    "spurious_call",
-    "extra_call",
-    "wrong_arguments",
-    "retrieval_missed",
-    "request_failed",
-)
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)  # in report order
 
 
 @dataclass
