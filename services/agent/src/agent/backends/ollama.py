@@ -148,9 +148,12 @@ class ChatRound:
         )
 
 
-def record_round(request: RoundRequest, done: RoundDone, elapsed: float) -> None:
-    """Per-round model metrics, observed by whichever process streams from Ollama (API direct, or worker)."""
-    metrics.ROUND_DURATION.labels(request.model, str(request.round)).observe(elapsed)
+def record_round(request: RoundRequest, done: RoundDone | None, elapsed: float) -> None:
+    """Per-round model metrics, the one place they are observed: by whichever process streams from the model
+    server (the API in direct mode, the worker through the queue). `done` is None for a round that failed."""
+    metrics.ROUND_DURATION.labels(request.model, str(request.round)).observe(max(0.0, elapsed))
+    if done is None:
+        return
     if done.time_to_first_token_s is not None:
         metrics.TIME_TO_FIRST_TOKEN.observe(done.time_to_first_token_s)
     metrics.LLM_TOKENS.labels(request.model, "prompt").inc(done.prompt_tokens)
@@ -164,12 +167,6 @@ async def ollama_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
     except (httpx.HTTPError, ValueError) as exc:
         return ModelStatus(False, detail=f"Ollama unreachable at {url}: {type(exc).__name__}")
     return ModelStatus(True, [m.get("name", "") for m in tags.get("models", [])], version)
-
-
-def has_model(models: list[str], wanted: str) -> bool:
-    """Ollama lists `llama3` as `llama3:latest`: a name without a tag means that one."""
-    full = wanted if ":" in wanted else f"{wanted}:latest"
-    return wanted in models or full in models
 
 
 async def warm_up(http: httpx.AsyncClient, url: str, model: str, options: dict[str, Any]) -> tuple[bool, str]:

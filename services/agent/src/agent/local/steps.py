@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import httpx
 
 from agent.backends.base import ModelBackend, ModelStatus, RoundDone, RoundEvent, RoundRequest, TextDelta
-from agent.backends.ollama import has_model, ollama_status, warm_up
+from agent.backends.models import has_model
+from agent.backends.ollama import ollama_status, warm_up
 from agent.settings import Settings
 
 RECHECK_SECONDS = 2.0  # a chat after a fix sees it; a burst of chats does not hammer Ollama

@@ -26,8 +26,9 @@ import structlog
 
 from agent.backends.base import RoundDone, RoundEvent, RoundRequest, event_to_dict
 from agent.backends.engine import stream_engine
+from agent.backends.ollama import record_round
 from agent.errors import AgentError, DependencyDown, QueueTimeout, UpstreamError, UpstreamTimeout
-from agent.metrics import GPU_BUSY, GPU_ROUNDS, LLM_TOKENS, ROUND_DURATION, TIME_TO_FIRST_TOKEN
+from agent.metrics import GPU_BUSY, GPU_ROUNDS
 from agent.queue.events import error_entry
 from agent.queue.keys import gpu_slot_keys
 from agent.queue.slots import Slots
@@ -194,7 +195,7 @@ async def _generate(rt: Runtime, request: RoundRequest, writer: EventWriter, enq
         _generating(rt, -1)
     gpu_seconds = time.monotonic() - started
     writer.round_time = gpu_seconds
-    _record(request, done, enqueued_at)
+    record_round(request, done, time.time() - enqueued_at)
     log.info(
         "round_finished",
         model=request.model,
@@ -210,15 +211,6 @@ def _generating(rt: Runtime, change: int) -> None:
     rt.generating += change
     GPU_BUSY.labels(rt.settings.gpu_id).set(1 if rt.generating else 0)
     GPU_ROUNDS.labels(rt.settings.gpu_id).set(rt.generating)
-
-
-def _record(request: RoundRequest, done: RoundDone | None, enqueued_at: float) -> None:
-    ROUND_DURATION.labels(request.model, str(request.round)).observe(max(0.0, time.time() - enqueued_at))
-    if done is not None:
-        if done.time_to_first_token_s is not None:
-            TIME_TO_FIRST_TOKEN.observe(done.time_to_first_token_s)
-        LLM_TOKENS.labels(request.model, "prompt").inc(done.prompt_tokens)
-        LLM_TOKENS.labels(request.model, "completion").inc(done.completion_tokens)
 
 
 def _aborted(control: RoundControl, writer: EventWriter) -> dict[str, Any]:
