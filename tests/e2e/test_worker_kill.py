@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 
 from tests.e2e.fake import PLAIN_MODEL, chat_body, script, stats
 from tests.e2e.stack import Stack, run
+from tests.support import sse
 from tests.support.procs import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -21,18 +21,7 @@ SLOW = {"default": {"content": " ".join(f"word{i}" for i in range(60))}, "token_
 
 def stream_events(api: str, headers: dict[str, str], sink: list[dict[str, Any]], done: threading.Event) -> None:
     body = chat_body("long answer", stream=True, model=PLAIN_MODEL)
-    try:
-        with httpx.stream(
-            "POST", f"{api}/v1/chat/completions", json=body, headers=headers, timeout=httpx.Timeout(10, read=90)
-        ) as r:
-            sink.append({"status": r.status_code})
-            for line in r.iter_lines():
-                if line.startswith("data: ") and line != "data: [DONE]":
-                    sink.append(json.loads(line.removeprefix("data: ")))
-    except httpx.HTTPError as exc:
-        sink.append({"transport_error": repr(exc)})
-    finally:
-        done.set()
+    sse.collect(f"{api}/v1/chat/completions", body, sink, done, headers=headers, read_timeout=90)
 
 
 def test_killed_worker_fails_the_round_fast_then_the_stack_recovers(stack: Stack) -> None:

@@ -29,7 +29,7 @@ from agent.queue.keys import WORKERS_SET, worker_status_key
 from tests.fakes.control import SOURCE as FAKE_OLLAMA
 from tests.fakes.control import FakeOllama
 from tests.integration.conftest import McpServer, agent_env
-from tests.support import netns
+from tests.support import netns, sse
 from tests.support.procs import VENV_BIN, Proc, start, wait_until
 
 pytestmark = [
@@ -162,16 +162,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
 
 def stream_chat(api: str, text: str, sink: list[dict[str, Any]], done: threading.Event) -> None:
     body = {"model": "qwen3:4b", "stream": True, "messages": [{"role": "user", "content": text}]}
-    try:
-        with httpx.stream("POST", f"{api}/v1/chat/completions", json=body, timeout=httpx.Timeout(10, read=120)) as r:
-            sink.append({"status": r.status_code})
-            for line in r.iter_lines():
-                if line.startswith("data: ") and line != "data: [DONE]":
-                    sink.append(json.loads(line.removeprefix("data: ")))
-    except httpx.HTTPError as exc:
-        sink.append({"transport_error": repr(exc)})
-    finally:
-        done.set()
+    sse.collect(f"{api}/v1/chat/completions", body, sink, done)
 
 
 def ask(api: str, text: str) -> str:

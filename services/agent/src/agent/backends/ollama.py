@@ -150,7 +150,8 @@ class ChatRound:
 
 def record_round(request: RoundRequest, done: RoundDone | None, elapsed: float) -> None:
     """Per-round model metrics, the one place they are observed: by whichever process streams from the model
-    server (the API in direct mode, the worker through the queue). `done` is None for a round that failed."""
+    server (the API in direct mode, the worker through the queue). `done` is None when the stream ended
+    without its summary (then only the duration is known)."""
     metrics.ROUND_DURATION.labels(request.model, str(request.round)).observe(max(0.0, elapsed))
     if done is None:
         return
