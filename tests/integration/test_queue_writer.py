@@ -30,21 +30,21 @@ async def writer_for(conn: aioredis.Redis, job_id: str) -> EventWriter:
     task = asyncio.current_task()
     assert task is not None
     control = RoundControl(task=task)  # never aborted here: no cancel flag, no lock to refresh
-    return EventWriter(conn, job_id, control, GpuLock(conn, [f"test:lock:{job_id}"], "token"))
+    return EventWriter(conn, job_id, control, GpuLock(conn, [f"test:lock:{job_id}"], "token", f"test:waiting:{job_id}"))
 
 
 async def test_a_batch_sent_again_after_a_lost_reply_is_neither_doubled_nor_an_error(client: aioredis.Redis) -> None:
     writer = await writer_for(client, "resent")
     events = [{"kind": "text", "text": str(i)} for i in range(3)]
     for event in events:
-        writer.put(event, last=True)
+        writer.put(event, hold=True)
     await writer.send()
     writer._seq -= len(events)  # what a pipeline retried after its reply was lost sends: the same ids again
     for event in events:
-        writer.put(event, last=True)
+        writer.put(event, hold=True)
     await writer.send()
     assert await client.xlen(events_key("resent")) == len(events)
-    writer.put({"kind": "text", "text": "next"}, last=True)  # the writer goes on where it was
+    writer.put({"kind": "text", "text": "next"}, hold=True)  # the writer goes on where it was
     await writer.send()
     assert await client.xlen(events_key("resent")) == len(events) + 1
 
@@ -52,6 +52,6 @@ async def test_a_batch_sent_again_after_a_lost_reply_is_neither_doubled_nor_an_e
 async def test_an_entry_refused_for_another_reason_is_raised(client: aioredis.Redis) -> None:
     await client.set(events_key("wrongtype"), "not a stream")
     writer = await writer_for(client, "wrongtype")
-    writer.put({"kind": "text", "text": "lost?"}, last=True)
+    writer.put({"kind": "text", "text": "lost?"}, hold=True)
     with pytest.raises(ResponseError, match="WRONGTYPE"):
         await writer.send()

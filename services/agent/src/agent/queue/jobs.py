@@ -1,22 +1,21 @@
-"""Worker side of one GPU round: the RQ job function and the round it runs on the worker's event loop.
+"""Worker side of one GPU round: the round the dispatcher claimed, run as a task on the worker's event loop.
 
-One job = one LLM round. `run_round` (called by RQ in the worker's main thread, on a slot the RQ thread took
-before dequeuing: agent.queue.slots) hands the round to the worker's asyncio loop and returns at once, so RQ's
-own bookkeeping of the job overlaps the generation instead of sitting between two. `execute_round` accepts the
-round, takes a slot of the backend's counted lock and streams the model's events into the round's event stream
-(agent.queue.writer, entry kinds in agent.queue.events); when it ends it frees the worker's slot. A client
-that goes away sets the round's cancel flag; the writer sees it with its next write and the round's task is
-cancelled, which closes the model's stream (Ollama stops generating on disconnect).
+The dispatcher (agent.queue.dispatch) claims a round with a slot of the backend's counted lock already held
+(unless other workers' rounds hold them all) and starts `execute_round`, which sends the model request at once;
+the `accepted` and `started` events follow in the background (agent.queue.writer, entry kinds in
+agent.queue.events). When the model's stream is done the round hands its slot back to the dispatcher, which
+passes it straight to the next round, while this round's last events are written. A client that goes away sets
+the round's cancel flag; the claim or the writer's next write sees it and the round's task is cancelled, which
+closes the model's stream (Ollama stops generating on disconnect).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
-from collections.abc import AsyncGenerator, Callable
-from concurrent.futures import Future
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -29,28 +28,45 @@ from agent.backends.engine import stream_engine
 from agent.backends.ollama import record_round
 from agent.errors import AgentError, DependencyDown, QueueTimeout, UpstreamError, UpstreamTimeout
 from agent.metrics import GPU_BUSY, GPU_ROUNDS
+from agent.queue.dispatch import Claim, Dispatcher
 from agent.queue.events import error_entry
-from agent.queue.keys import gpu_slot_keys
-from agent.queue.slots import Slots
+from agent.queue.keys import gpu_slot_keys, gpu_waiting_key
+from agent.queue.rq_adapter import job_args
 from agent.queue.writer import EventWriter, GpuLock, RoundControl
 from agent.settings import Settings
 
 log = structlog.get_logger("agent.queue.jobs")
-BOOKKEEPING_AFTER = 0.1  # seconds into a round (or its end) before the RQ thread does its own bookkeeping
+FLUSH_AFTER = 0.05  # s: a round's first events wait at most this long for its model request to be written
+
+# The round whose task is running: the model client's request hook (mark_sent) tells it its request is written.
+SENDING: ContextVar[Callable[[], None] | None] = ContextVar("sending", default=None)
+
+
+async def mark_sent(request: httpx.Request) -> None:
+    """httpx request hook of the worker's model client. It runs in the task of the round sending the request, so
+    it can give the request an httpcore trace callback that tells that round when its request is written."""
+    sent = SENDING.get()
+    if sent is None:
+        return
+
+    async def trace(event: str, info: dict[str, Any]) -> None:
+        if event.endswith("send_request_body.complete"):
+            sent()
+
+    request.extensions["trace"] = trace
 
 
 @dataclass
 class Runtime:
-    """What a worker process lends its jobs: an event loop in a thread, and clients bound to it."""
+    """What a worker process lends its rounds: an event loop in a thread, and clients bound to it."""
 
     settings: Settings
     worker_id: str
     loop: asyncio.AbstractEventLoop
     redis: aioredis.Redis
     http: httpx.AsyncClient
-    slots: Slots
+    dispatcher: Dispatcher
     rounds: dict[str, RoundControl] = field(default_factory=dict)  # job id → round under way (event loop only)
-    futures: set[Future[dict[str, Any]]] = field(default_factory=set)  # the rounds a shutdown waits for
     generating: int = 0  # rounds streaming from the model now (GPU_BUSY, GPU_ROUNDS)
 
     @property
@@ -58,46 +74,24 @@ class Runtime:
         return self.settings.model_endpoint()
 
 
-_runtime: Runtime | None = None
-
-
-def install_runtime(runtime: Runtime | None) -> None:
-    global _runtime
-    _runtime = runtime
-
-
 def run_round(request: dict[str, Any], enqueued_at: float, job_id: str) -> dict[str, Any]:
-    """RQ job: start one round on this worker's backend and return; the round frees its slot when it ends."""
-    if _runtime is None:
-        raise RuntimeError("run_round runs only inside agent-worker")
-    rt = _runtime
-    release, ended = _once(rt.slots.claim()), threading.Event()
-    future = asyncio.run_coroutine_threadsafe(
-        execute_round(rt, job_id, RoundRequest.from_dict(request), enqueued_at, release, ended.set), rt.loop
+    """The function every round's RQ job names (agent.queue.rq_adapter.JOB_FUNCTION). agent-worker claims its
+    rounds itself and never calls it; a plain `rq worker` started on the agent's queues would, and must fail
+    the job rather than run a round outside the GPU lock."""
+    raise RuntimeError(
+        f"round {job_id} was taken by a plain RQ worker: local-agent rounds run only in agent-worker; "
+        "stop the other worker reading the agent-rounds-* queues"
     )
-    rt.futures.add(future)
-
-    def finished(done: Future[dict[str, Any]]) -> None:
-        rt.futures.discard(done)
-        release()  # the round crashed before it could
-        ended.set()
-
-    future.add_done_callback(finished)
-    # RQ's bookkeeping of this job (a few round trips of Python work) waits while the round starts and, for
-    # a short round, until it ends: the two threads do not take turns at the GIL on the round's critical path.
-    # A long round has it done during its generation, so it never sits between two generations.
-    ended.wait(BOOKKEEPING_AFTER)
-    return {"outcome": "started"}
 
 
-def _once(release: Callable[[], None]) -> Callable[[], None]:
-    released = False
+def _once(action: Callable[[], None]) -> Callable[[], None]:
+    done = False
 
     def once() -> None:
-        nonlocal released
-        if not released:
-            released = True
-            release()
+        nonlocal done
+        if not done:
+            done = True
+            action()
 
     return once
 
@@ -108,33 +102,47 @@ def stop_rounds(rt: Runtime, reason: str) -> None:
         rt.loop.call_soon_threadsafe(control.abort, reason)
 
 
-async def execute_round(
-    rt: Runtime,
-    job_id: str,
-    request: RoundRequest,
-    enqueued_at: float,
-    release: Callable[[], None] = lambda: None,
-    ended: Callable[[], None] = lambda: None,
-) -> dict[str, Any]:
-    """Accept, take a GPU slot, stream from the model into the event stream; never raises AgentError.
-
-    `release` frees the worker's slot as soon as the model is done, so the RQ thread reads the next job while
-    this round's last events are still being written."""
+async def execute_round(rt: Runtime, claim: Claim) -> dict[str, Any]:
+    """Start the model request, stream its events into the event stream; never raises AgentError."""
     task = asyncio.current_task()
     assert task is not None
+    job_id = claim.job_id
     control = rt.rounds[job_id] = RoundControl(task)
-    structlog.contextvars.bind_contextvars(request_id=request.request_id, job_id=job_id)
-    slots = gpu_slot_keys(rt.settings.gpu_id, rt.settings.worker_slots)
-    lock = GpuLock(rt.redis, slots, f"{rt.worker_id}:{job_id}")
+    structlog.contextvars.bind_contextvars(job_id=job_id)
+    settings = rt.settings
+    slots = gpu_slot_keys(settings.gpu_id, settings.worker_slots)
+    lock = GpuLock(rt.redis, slots, claim.token, gpu_waiting_key(settings.gpu_id), held=claim.slot)
     writer = EventWriter(rt.redis, job_id, control, lock)
+    finished = False
+
+    async def finish() -> None:
+        """Once: claim the next round into this one's slot, then the last write (agent.queue.dispatch)."""
+        nonlocal finished
+        control.finished = True  # from here on an abort must not cancel the hand-over
+        if not finished:
+            finished = True
+            await rt.dispatcher.finish(writer)
+
+    def sent() -> None:
+        claim.sent.set()
+        writer.flush()
+
+    SENDING.set(sent)
     outcome: dict[str, Any] = {"outcome": "error"}
     try:
-        writer.put({"kind": "accepted", "worker": rt.worker_id})
-        await writer.send(try_lock=True)  # one round trip: accepted, the cancel flag, a first try for a slot
-        waited = await _wait_for_slot(rt.settings, lock, enqueued_at)
-        writer.put({"kind": "started", "queue_wait_s": round(waited, 6)})
+        # Held until the model request is written (or FLUSH_AFTER): it goes out before these writes.
+        writer.put({"kind": "accepted", "worker": rt.worker_id}, hold=True)
+        rt.loop.call_later(FLUSH_AFTER, writer.flush)
+        writer.on_cancel_flag(claim.cancel)
+        if control.reason is not None:
+            await asyncio.sleep(0)  # a round cancelled while it was queued stops here, before the model hears of it
+        request_dict, enqueued_at, _ = job_args(job_id, claim.job)
+        request = RoundRequest.from_dict(request_dict)
+        structlog.contextvars.bind_contextvars(request_id=request.request_id)
+        waited = await _wait_for_slot(settings, lock, enqueued_at)
+        writer.put({"kind": "started", "queue_wait_s": round(waited, 6)}, hold=True)
         log.info("round_started", model=request.model, round=request.round, queue_wait_s=round(waited, 4))
-        outcome = await _generate(rt, request, writer, enqueued_at)
+        outcome = await _generate(rt, request, writer, enqueued_at, finish)
     except asyncio.CancelledError:
         if control.reason is None:
             raise
@@ -147,10 +155,8 @@ async def execute_round(
         writer.put(error_entry(UpstreamError(f"agent-worker failed: {type(exc).__name__}: {exc}")))
         log.exception("round_crashed")
     finally:
-        control.finished = True
-        release()
-        ended()
-        await writer.close()  # last events, slot release and the round time: one round trip
+        sent()
+        await finish()  # unless the model's last event did it already
         del rt.rounds[job_id]
         structlog.contextvars.unbind_contextvars("request_id", "job_id")
     return outcome
@@ -172,8 +178,17 @@ async def _wait_for_slot(settings: Settings, lock: GpuLock, enqueued_at: float) 
     return time.time() - enqueued_at
 
 
-async def _generate(rt: Runtime, request: RoundRequest, writer: EventWriter, enqueued_at: float) -> dict[str, Any]:
+async def _generate(
+    rt: Runtime,
+    request: RoundRequest,
+    writer: EventWriter,
+    enqueued_at: float,
+    finish: Callable[[], Awaitable[None]],
+) -> dict[str, Any]:
+    """Stream the round from the model; at its last event the slot moves on to the next round (`finish`) before
+    this round's last write, metrics and logs."""
     _generating(rt, +1)
+    idle = _once(lambda: _generating(rt, -1))  # at the last event: the next round may start before this one ends
     started = time.monotonic()
     done: RoundDone | None = None
     try:
@@ -186,15 +201,19 @@ async def _generate(rt: Runtime, request: RoundRequest, writer: EventWriter, enq
                 async for event in stream:
                     if isinstance(event, RoundDone):
                         done = event
-                    writer.put(event_to_dict(event), last=done is not None)
+                        idle()
+                        writer.put(event_to_dict(event), hold=True)
+                        writer.round_time = time.monotonic() - started
+                        await finish()
+                    else:
+                        writer.put(event_to_dict(event))
     except TimeoutError as exc:
         raise UpstreamTimeout(
             f"The model did not finish the round within ROUND_TIMEOUT_SECONDS={rt.settings.round_timeout_seconds:g}"
         ) from exc
     finally:
-        _generating(rt, -1)
-    gpu_seconds = time.monotonic() - started
-    writer.round_time = gpu_seconds
+        idle()
+    gpu_seconds = writer.round_time or time.monotonic() - started
     record_round(request, done, time.time() - enqueued_at)
     log.info(
         "round_finished",

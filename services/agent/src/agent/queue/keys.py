@@ -24,6 +24,7 @@ STATUS_TTL = 5  # seconds a worker's status key outlives its last heartbeat
 STREAM_TTL = 120  # seconds an event stream outlives its last write
 CANCEL_TTL = 600  # seconds a cancel flag waits for a worker to pick the round up
 LOCK_TTL_MS = 5000  # a killed worker's GPU slots free themselves this fast
+WAITING_TTL_MS = 50  # a waiting round sets its marker again every LOCK_POLL (5 ms)
 
 
 def rq_queue_key(name: str) -> str:
@@ -58,3 +59,9 @@ def gpu_slot_keys(gpu_id: str, slots: int) -> list[str]:
     """The backend's counted lock: one key per round it may run at once (WORKER_SLOTS). Slot 0 keeps the name
     the one-slot lock always had, so a worker of the previous release on the same GPU still excludes this one."""
     return [f"agent:gpu:{gpu_id}:lock", *(f"agent:gpu:{gpu_id}:lock:{k}" for k in range(1, slots))]
+
+
+def gpu_waiting_key(gpu_id: str) -> str:
+    """Set (for WAITING_TTL_MS) by a round waiting for one of the backend's slots: while it exists, a worker whose
+    round ends frees its slot instead of handing it straight to its own next round (agent.queue.dispatch)."""
+    return f"agent:gpu:{gpu_id}:waiting"

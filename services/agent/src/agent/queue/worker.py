@@ -1,12 +1,11 @@
-"""agent-worker: the RQ worker that runs LLM rounds on one GPU, WORKER_SLOTS at a time, and reports its state.
+"""agent-worker: runs LLM rounds from the GPU queue on one backend, WORKER_SLOTS at a time, and reports its state.
 
-The process has two threads. The main thread is an RQ `SimpleWorker` (no fork per job: Ollama holds the
-GPU in its own process, and forking would cost ~10 ms per round and lose in-job metrics) reading the
-continuing-rounds queue before the new-rounds queue, and only while one of its slots is free
-(agent.queue.slots). A second thread runs an asyncio loop that owns the Redis and HTTP clients: rounds run
-on it (agent.queue.jobs), up to WORKER_SLOTS at once, and between rounds it warms the model up and writes
-this worker's status (model present, Ollama version, slots, heartbeat) to Redis every second. A warm
-shutdown (SIGTERM) stops reading the queues and waits for the rounds under way; a second one aborts them.
+The process has two threads. A second thread runs an asyncio loop that owns the Redis and HTTP clients: the
+dispatcher on it (agent.queue.dispatch) claims rounds from the queues (continuing rounds first) while a slot is
+free and runs each as a task (agent.queue.jobs); between rounds the loop warms the model up and writes this
+worker's status (model present, Ollama version, slots, heartbeat) to Redis every second. The main thread is an
+RQ `SimpleWorker` (agent.queue.rq_adapter.GpuWorker): RQ's registration, heartbeat and signal handling, no
+fork. A warm shutdown (SIGTERM) stops claiming and waits for the rounds under way; a second one aborts them.
 """
 
 from __future__ import annotations
@@ -38,8 +37,8 @@ from agent.backends.models import has_model
 from agent.backends.ollama import pull_hint, warm_up
 from agent.metrics import GPU_BUSY, MODEL_PRESENT, OLLAMA_UP
 from agent.queue import jobs, keys
+from agent.queue.dispatch import Dispatcher
 from agent.queue.rq_adapter import gpu_worker
-from agent.queue.slots import Slots
 from agent.redisconn import connection_options, fix_hint, redacted
 from agent.settings import Settings, get_settings
 from agent_contract.logs import configure
@@ -55,24 +54,35 @@ def _async_redis(settings: Settings) -> aioredis.Redis:
     return aioredis.Redis.from_url(
         settings.redis_url,
         **connection_options(settings),
-        decode_responses=True,
+        decode_responses=False,  # the round's claim returns its job hash, compressed bytes (agent.queue.dispatch)
         socket_timeout=5,
         socket_connect_timeout=2,
         retry=AsyncRetry(ExponentialBackoff(cap=0.2, base=0.05), 1),
     )
 
 
-def start_runtime(settings: Settings, worker_id: str) -> jobs.Runtime:
-    """Start the event-loop thread and build the clients on it."""
+def start_runtime(settings: Settings, worker_id: str, burst: bool = False) -> jobs.Runtime:
+    """Start the event-loop thread and build the clients and the dispatcher on it (not yet claiming)."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="agent-worker-loop", daemon=True)
     thread.start()
 
     async def build() -> jobs.Runtime:
         timeout = httpx.Timeout(settings.round_timeout_seconds, connect=5.0)
-        http = httpx.AsyncClient(timeout=timeout, headers=settings.model_headers())
+        hooks = {"request": [jobs.mark_sent]}
+        http = httpx.AsyncClient(timeout=timeout, headers=settings.model_headers(), event_hooks=hooks)
         redis = _async_redis(settings)
-        return jobs.Runtime(settings, worker_id, loop, redis, http, Slots(settings.worker_slots))
+        holder: list[jobs.Runtime] = []
+        dispatcher = Dispatcher(
+            redis,
+            worker_id,
+            settings.gpu_id,
+            settings.worker_slots,
+            start=lambda claim: jobs.execute_round(holder[0], claim),
+            burst=burst,
+        )
+        holder.append(jobs.Runtime(settings, worker_id, loop, redis, http, dispatcher))
+        return holder[0]
 
     return asyncio.run_coroutine_threadsafe(build(), loop).result()
 
@@ -197,11 +207,15 @@ def work(burst: bool) -> int:
     start_http_server(settings.worker_metrics_port, addr=settings.worker_metrics_host)
     GPU_BUSY.labels(settings.gpu_id).set(0)
     wid = worker_id(settings)
-    rt = start_runtime(settings, wid)
-    jobs.install_runtime(rt)
+    rt = start_runtime(settings, wid, burst)
     reporter = StatusReporter(rt)
     status_task = asyncio.run_coroutine_threadsafe(reporter.run(), rt.loop)
-    worker = gpu_worker(conn, wid, rt.slots)
+    dispatcher = rt.dispatcher
+
+    def stop_claiming() -> None:  # the signal handler runs on the main thread; the dispatcher lives on the loop
+        rt.loop.call_soon_threadsafe(dispatcher.stop)
+
+    worker = gpu_worker(conn, wid, dispatcher.finished, stop_claiming)
     log.info(
         "worker_started",
         worker=wid,
@@ -211,6 +225,7 @@ def work(burst: bool) -> int:
         slots=settings.worker_slots,
         metrics_port=settings.worker_metrics_port,
     )
+    rt.loop.call_soon_threadsafe(dispatcher.begin)
     cold = True
     try:
         rq_level = "DEBUG" if settings.log_level.upper() == "DEBUG" else "WARNING"
@@ -220,24 +235,27 @@ def work(burst: bool) -> int:
         drain(rt, abort=cold)
         status_task.cancel()
         asyncio.run_coroutine_threadsafe(reporter.withdraw(), rt.loop).result(timeout=5)
-        jobs.install_runtime(None)
         log.info("worker_stopped", worker=wid)
-    return 0
+    return 1 if dispatcher.failed is not None else 0
 
 
 def drain(rt: jobs.Runtime, abort: bool) -> None:
-    """Let the rounds under way finish (warm shutdown, or --burst with empty queues). A cold shutdown (RQ raises
-    SystemExit on the second SIGTERM) aborts them instead, and each still writes its error before the end."""
+    """Stop claiming and let the rounds under way finish (warm shutdown, or --burst with empty queues). A cold
+    shutdown (RQ raises SystemExit on the second SIGTERM) aborts them instead, and each still writes its error."""
+    waiting = asyncio.run_coroutine_threadsafe(rt.dispatcher.drain(), rt.loop)
     try:
-        while rt.futures and not abort:
-            futures.wait(list(rt.futures), timeout=1.0)
+        while not abort:
+            with contextlib.suppress(futures.TimeoutError):
+                waiting.result(timeout=1.0)  # short waits: the second SIGTERM interrupts them
+                return
     except BaseException:
         abort = True
         raise
     finally:
-        if abort and rt.futures:
+        if abort:
             jobs.stop_rounds(rt, "worker_shutdown")
-            futures.wait(list(rt.futures), timeout=5.0)
+            with contextlib.suppress(Exception):
+                waiting.result(timeout=5.0)
 
 
 def main(argv: list[str] | None = None) -> int:

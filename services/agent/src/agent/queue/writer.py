@@ -25,6 +25,7 @@ from agent.queue.keys import (
     ROUND_TIMES,
     ROUND_TIMES_KEPT,
     STREAM_TTL,
+    WAITING_TTL_MS,
     cancel_key,
     events_key,
 )
@@ -34,13 +35,19 @@ LOCK_REFRESH = 1.0
 LOCK_POLL = 0.005  # only a second worker on the same GPU (or a slot of a killed one) ever waits here
 
 _REFRESH = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
+# KEYS: the slot keys, then the waiting marker. Takes the first free slot (its 1-based index; the marker goes, a
+# round still waiting sets it again at its next poll) or marks a wait.
 _TAKE = """
-for i, key in ipairs(KEYS) do
-  if redis.call('set', key, ARGV[1], 'NX', 'PX', ARGV[2]) then return i end
+for i = 1, #KEYS - 1 do
+  if redis.call('set', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    redis.call('del', KEYS[#KEYS])
+    return i
+  end
 end
+redis.call('set', KEYS[#KEYS], '1', 'PX', ARGV[3])
 return 0
 """
-_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
 
 @dataclass
@@ -62,32 +69,35 @@ class GpuLock:
     """A counted lock in Redis: one `SET NX PX` key per slot of the backend (agent.queue.keys.gpu_slot_keys).
 
     At most WORKER_SLOTS rounds hold one at a time, whichever worker runs them, even a second worker started
-    on the same GPU by mistake. The EventWriter tries it, refreshes the slot it got while the round streams
-    and releases it with the last events; a killed worker's slots expire after LOCK_TTL_MS.
+    on the same GPU by mistake. A round usually gets its slot from the dispatcher's claim (agent.queue.dispatch);
+    it waits here only while other workers' rounds hold them all, marking the wait so that no worker hands its
+    slot on past it. The EventWriter refreshes the slot while the round streams and releases it with the last
+    events, unless the round handed it over; a killed worker's slots expire after LOCK_TTL_MS.
     """
 
-    def __init__(self, redis: aioredis.Redis, keys: list[str], token: str) -> None:
-        self.redis, self.keys, self.token = redis, keys, token
-        self.key: str | None = None  # the slot held
-        self.refreshed = 0.0
+    def __init__(self, redis: aioredis.Redis, keys: list[str], token: str, waiting_key: str, held: str = "") -> None:
+        self.redis, self.keys, self.token, self.waiting_key = redis, keys, token, waiting_key
+        self.key: str | None = held or None  # the slot held
+        self.refreshed = time.monotonic()
 
     @property
     def held(self) -> bool:
         return self.key is not None
 
-    def take_args(self) -> tuple[Any, ...]:
-        """EVAL arguments of one try for any free slot (the reply is the slot's 1-based index, or 0)."""
-        return (_TAKE, len(self.keys), *self.keys, self.token, LOCK_TTL_MS)
-
     async def acquire(self) -> None:
         # The slots live in Redis (shared with other workers), so there is no local Event to wait on.
-        while not self.taken(await self.redis.eval(*self.take_args())):  # noqa: ASYNC110
+        args: list[str | int] = [*self.keys, self.waiting_key, self.token, LOCK_TTL_MS, WAITING_TTL_MS]
+        while not (index := await self.redis.eval(_TAKE, len(self.keys) + 1, *args)):  # noqa: ASYNC110
             await asyncio.sleep(LOCK_POLL)
+        self.key, self.refreshed = self.keys[int(index) - 1], time.monotonic()
 
-    def taken(self, index: Any) -> bool:
-        if index:
-            self.key, self.refreshed = self.keys[int(index) - 1], time.monotonic()
-        return self.held
+    def hand_over(self) -> tuple[str, str] | None:
+        """Give up the slot held, as (key, token), to the dispatcher: its next claim passes the key to the next
+        round or frees it. From now on this round's writer neither refreshes nor releases it."""
+        if self.key is None:
+            return None
+        key, self.key = self.key, None
+        return key, self.token
 
     def refresh_due(self) -> bool:
         return self.held and time.monotonic() - self.refreshed >= LOCK_REFRESH
@@ -109,16 +119,22 @@ class EventWriter:
     _task: asyncio.Task[None] | None = None
     _closed: bool = False
 
-    def put(self, data: dict[str, Any], last: bool = False) -> None:
-        """Queue an event; the last one waits for close(), which sends it with the lock release."""
+    def put(self, data: dict[str, Any], hold: bool = False) -> None:
+        """Queue an event and have it sent; `hold` keeps it for the next send (the last event waits for close(),
+        which sends it with the lock release; the first ones wait for flush())."""
         self._pending.append(json.dumps(data, separators=(",", ":")))
-        if last:
+        if not hold:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send what is pending soon, in the background."""
+        if self._closed:
             return
         self._wake.set()
         if self._task is None:
             self._task = asyncio.create_task(self._run())
 
-    async def send(self, try_lock: bool = False, final: bool = False) -> None:
+    async def send(self, final: bool = False) -> None:
         """Write what is pending now (in order with the background sends) plus the checks that ride along."""
         async with self._send_lock:
             batch, self._pending = self._pending, []
@@ -127,13 +143,10 @@ class EventWriter:
                 self._seq += 1
                 pipe.xadd(events_key(self.job_id), {"e": data}, id=f"0-{self._seq}")
             pipe.expire(events_key(self.job_id), STREAM_TTL)
-            checks: list[Callable[[Any], object]] = [self._on_cancel_flag]
+            checks: list[Callable[[Any], object]] = [self.on_cancel_flag]
             pipe.get(cancel_key(self.job_id))
-            if try_lock:
-                pipe.eval(*self.lock.take_args())
-                checks.append(self.lock.taken)
-            elif final and self.lock.key is not None:
-                pipe.eval(_RELEASE, 1, self.lock.key, self.lock.token)
+            if final and self.lock.key is not None:
+                pipe.eval(RELEASE, 1, self.lock.key, self.lock.token)
                 self.lock.key = None
                 checks.append(lambda _: None)
             elif self.lock.refresh_due() and self.lock.key is not None:
@@ -170,7 +183,7 @@ class EventWriter:
             if not isinstance(error, ResponseError) or seq > top:
                 raise error
 
-    def _on_cancel_flag(self, present: Any) -> None:
+    def on_cancel_flag(self, present: Any) -> None:
         if present:
             preempted = present in (PREEMPT, PREEMPT.encode())
             self.control.abort("preempted" if preempted else "client_cancelled")
@@ -200,6 +213,7 @@ class EventWriter:
                 return
 
     async def close(self) -> None:
+        """Send the last events and the round time, and release the slot unless it was handed over."""
         self._closed = True
         self._wake.set()
         if self._task is not None:

@@ -1,0 +1,246 @@
+"""The worker's dispatcher: claims the next round for each free slot and starts it at once, on the event loop.
+
+One Lua script (_CLAIM) is a round's whole hand-over from Redis, in one round trip: it pops the next job id in
+the queues' priority order (continuing, new, client tasks), takes a slot of the backend's counted lock, reads
+and deletes the job's RQ hash and reads the round's cancel flag. When a round on this worker ends, the
+dispatcher claims the next one with that round's slot key passed along, so the slot goes from one round to the
+next without ever being free in between: the next model request leaves one round trip after the previous
+generation's last token. While the queues are empty it waits in BLPOP (which reads the queues in the same
+order) and claims the popped id with the same script.
+
+Why not RQ's own worker loop: it read a job only after the previous round had freed its slot, then spent
+BLPOP, the job's HGETALL, two bookkeeping pipelines and two thread hand-offs between one generation and the
+next (issue 15: 5-7 ms of an idle GPU per round). RQ keeps the rest: the jobs' format and queues
+(agent.queue.rq_adapter), the worker's registration and heartbeat, SIGTERM handling (agent.queue.worker).
+
+Guarantees kept: a job leaves the queues only when this worker has a free slot for it (a busy worker never
+holds a round another could run); at most WORKER_SLOTS rounds per backend, whichever worker runs them; a
+round of another worker waiting for this backend's slot (agent.queue.keys.gpu_waiting_key) gets the slot
+before this worker's next round does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+import structlog
+from redis.exceptions import RedisError
+
+from agent.queue import keys
+from agent.queue.writer import EventWriter
+
+log = structlog.get_logger("agent.queue.dispatch")
+
+WAIT_S = 1  # BLPOP timeout: how often an idle dispatcher looks up from the queues (a warm shutdown waits this)
+RETRY_S = 0.5  # after a failed claim (Redis restarting)
+
+# KEYS: the queues in priority order (len(keys.RQ_QUEUE_KEYS)), the backend's waiting marker, its slot keys.
+# ARGV: 1 a job id to claim ('' pops the next one), 2 the worker id, 3 LOCK_TTL_MS, 4 a slot key handed over by
+# a round that ended here ('' none), 5 that round's token, 6 the RQ job key prefix, 7/8 the cancel key's prefix
+# and suffix, 9 the number of queues.
+# Returns false (nothing claimed; a handed-over slot is freed) or {job id, slot key ('' none free), cancel flag,
+# {RQ job hash fields}}. A job whose hash is gone (expired while queued) is skipped when popping, and returned
+# with an empty hash when claimed by id.
+_CLAIM = """
+local queues = tonumber(ARGV[9])
+local waiting = KEYS[queues + 1]
+local handing = ARGV[4] ~= '' and redis.call('get', ARGV[4]) == ARGV[5]
+local someone_waits = redis.call('exists', waiting) == 1
+if handing and someone_waits then
+  redis.call('del', ARGV[4])
+  return false
+end
+local id = ARGV[1]
+if id == '' then
+  id = false
+  for i = 1, queues do
+    repeat
+      id = redis.call('lpop', KEYS[i])
+    until (not id) or redis.call('exists', ARGV[6] .. id) == 1
+    if id then break end
+  end
+end
+if not id then
+  if handing then redis.call('del', ARGV[4]) end
+  return false
+end
+local job = redis.call('hgetall', ARGV[6] .. id)
+local slot = ''
+local token = ARGV[2] .. ':' .. id
+if #job == 0 then
+  if handing then redis.call('del', ARGV[4]) end
+elseif handing then
+  redis.call('set', ARGV[4], token, 'PX', ARGV[3])
+  slot = ARGV[4]
+elseif not someone_waits then
+  for i = queues + 2, #KEYS do
+    if redis.call('set', KEYS[i], token, 'NX', 'PX', ARGV[3]) then
+      slot = KEYS[i]
+      break
+    end
+  end
+end
+redis.call('del', ARGV[6] .. id)
+local cancel = redis.call('get', ARGV[7] .. id .. ARGV[8]) or ''
+return {id, slot, cancel, job}
+"""
+
+_CANCEL_PREFIX, _CANCEL_SUFFIX = keys.cancel_key("\0").split("\0")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A round this worker took off the queues: its job, the backend slot it holds ('' none was free), and the
+    cancel flag the API had already set ('' none)."""
+
+    job_id: str
+    job: dict[bytes, bytes]  # the RQ job hash (agent.queue.rq_adapter.job_args reads its arguments)
+    slot: str
+    cancel: str
+    token: str
+    sent: asyncio.Event = field(default_factory=asyncio.Event)  # its model request is written (or it ended)
+
+
+@dataclass
+class Dispatcher:
+    """Claims rounds while this worker has free slots and runs each as a task on the event loop (start)."""
+
+    redis: aioredis.Redis  # the worker's client (decode_responses=False: the job hash holds compressed bytes)
+    worker_id: str
+    gpu_id: str
+    slots: int
+    start: Callable[[Claim], Coroutine[Any, Any, object]]
+    burst: bool = False  # stop once the queues are found empty
+    stopping: bool = False
+    finished: threading.Event = field(default_factory=threading.Event)  # the RQ thread returns when set
+    failed: BaseException | None = None
+    free: int = 0
+    rounds: set[asyncio.Task[object]] = field(default_factory=set)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    _runner: asyncio.Task[None] | None = None
+
+    def __post_init__(self) -> None:
+        self.free = self.slots
+        self._slot_keys = keys.gpu_slot_keys(self.gpu_id, self.slots)
+        self._keys = [*keys.RQ_QUEUE_KEYS, keys.gpu_waiting_key(self.gpu_id), *self._slot_keys]
+
+    def begin(self) -> None:
+        """Start claiming (on the event loop)."""
+        self._runner = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            await self._loop()
+        except BaseException as exc:
+            self.failed = exc
+            log.exception("dispatcher_failed")
+            raise
+        finally:
+            self.finished.set()
+
+    async def _loop(self) -> None:
+        while not self.stopping:
+            if self.free == 0:
+                await self._wake.wait()
+                self._wake.clear()
+                continue
+            self.free -= 1
+            try:
+                claim = await self.claim()
+                if claim is None and not self.burst:
+                    claim = await self._wait_and_claim()
+            except RedisError as exc:  # Redis restarting: the rounds under way report it; keep trying
+                self.free += 1
+                log.warning("claim_failed", error=f"{type(exc).__name__}: {exc}")
+                await asyncio.sleep(RETRY_S)
+                continue
+            if claim is not None:
+                self._start(claim)
+                continue
+            self.free += 1
+            if self.burst:
+                log.info("queues_empty")
+                self.stopping = True
+
+    async def claim(self, job_id: str = "") -> Claim | None:
+        """One round trip: pop (or take `job_id`), a free slot, the job, its cancel flag."""
+        return self._claimed(await self.redis.eval(*self.claim_command(job_id)))
+
+    def claim_command(self, job_id: str = "", handed: tuple[str, str] | None = None) -> tuple[Any, ...]:
+        """EVAL arguments of a claim; `handed` is the (slot key, token) of a round that ended on this worker."""
+        key, token = handed or ("", "")
+        prefixes = (keys.rq_job_key(""), _CANCEL_PREFIX, _CANCEL_SUFFIX)
+        args = (job_id, self.worker_id, keys.LOCK_TTL_MS, key, token, *prefixes, len(keys.RQ_QUEUE_KEYS))
+        return (_CLAIM, len(self._keys), *self._keys, *args)
+
+    def _claimed(self, reply: Any) -> Claim | None:
+        if not reply:
+            return None
+        raw_id, slot, cancel, fields = reply
+        claimed = raw_id.decode()
+        job = dict(zip(fields[::2], fields[1::2], strict=True))
+        return Claim(claimed, job, slot.decode(), cancel.decode(), f"{self.worker_id}:{claimed}")
+
+    async def _wait_and_claim(self) -> Claim | None:
+        popped = await self.redis.blpop(list(keys.RQ_QUEUE_KEYS), timeout=WAIT_S)
+        if popped is None:
+            return None
+        queue, job_id = (part.decode() if isinstance(part, bytes) else part for part in popped)
+        if self.stopping:  # a warm shutdown began while we waited: the round goes back, first in line
+            await self.redis.lpush(queue, job_id)
+            return None
+        claim = await self.claim(job_id)
+        if claim is not None and not claim.job:
+            log.warning("claimed_job_gone", job_id=job_id)
+            return None
+        return claim
+
+    def _start(self, claim: Claim) -> None:
+        task = asyncio.get_running_loop().create_task(self.start(claim))
+        self.rounds.add(task)
+        task.add_done_callback(self.rounds.discard)
+
+    async def finish(self, writer: EventWriter) -> None:
+        """A round's model stream is done (or the round failed): claim the next round into its slot, passing on
+        the backend slot the round held, so the slot is never free in between. The round's last write goes out
+        at the same time, on another connection: neither waits for the other."""
+        if self.stopping:
+            await writer.close()  # releases the slot itself
+            self._free_slot()
+            return
+        handed = writer.lock.hand_over()
+        closing = asyncio.get_running_loop().create_task(writer.close())
+        claim: Claim | None = None
+        try:
+            claim = self._claimed(await self.redis.eval(*self.claim_command(handed=handed)))
+        except RedisError as exc:  # Redis restarting: the handed-over slot expires after LOCK_TTL_MS
+            log.warning("claim_failed", error=f"{type(exc).__name__}: {exc}")
+        if claim is None:
+            self._free_slot()
+        else:
+            self._start(claim)
+        await closing
+
+    def _free_slot(self) -> None:
+        self.free += 1
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Claim nothing more (a warm shutdown); rounds under way go on."""
+        self.stopping = True
+        self._wake.set()
+
+    async def drain(self) -> None:
+        """Stop claiming, then wait for the claim in flight and every round under way."""
+        self.stop()
+        if self._runner is not None:
+            with contextlib.suppress(BaseException):
+                await self._runner
+        while self.rounds:
+            await asyncio.wait(self.rounds)

@@ -1,0 +1,199 @@
+"""The worker's dispatcher against a real Redis: what one claim takes, how a slot passes from round to round.
+
+The claim script is the whole hand-over of a round from the queues to a worker, so its rules are pinned here
+one by one; tests/integration/test_queue_*.py run the same rules through real agent-worker processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+
+import httpx
+import pytest
+import redis
+import redis.asyncio as aioredis
+
+from agent.backends.base import RoundRequest
+from agent.queue import keys, rq_adapter
+from agent.queue.dispatch import Claim, Dispatcher
+from agent.queue.jobs import SENDING, mark_sent, run_round
+from agent.queue.writer import EventWriter, GpuLock, RoundControl
+from tests.fakes.control import serve_in_loop
+from tests.integration import queue_fixtures
+from tests.integration.queue_fixtures import RedisServer
+
+pytestmark = pytest.mark.integration
+queue_redis = queue_fixtures.queue_redis
+
+GPU = "gpu-test"
+SLOT = keys.gpu_slot_keys(GPU, 1)[0]
+
+
+@pytest.fixture
+def sync(queue_redis: RedisServer) -> Iterator[redis.Redis]:
+    queue_redis.client().flushall()
+    conn = redis.Redis(port=queue_redis.port)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+async def conn(queue_redis: RedisServer, sync: redis.Redis) -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.Redis(port=queue_redis.port)  # bytes replies, as agent-worker's client
+    yield client
+    await client.aclose()
+
+
+def push(sync: redis.Redis, queue: str, text: str) -> str:
+    """Queue a round as the API does (RQ job hash + admitting push); returns its job id."""
+    request = RoundRequest("qwen3:4b", [{"role": "user", "content": text}], None, {}, request_id=text)
+    spec = rq_adapter.JobSpec(f"job-{text}", (request.to_dict(), 1.5, f"job-{text}"), 60, 600, f"round of {text}")
+    admitted, _ = rq_adapter.push(rq_adapter.admitting_queues(sync, 100)[queue, True], spec, at_front=False)
+    assert admitted
+    return spec.job_id
+
+
+def dispatcher(conn: aioredis.Redis, slots: int = 1, started: list[Claim] | None = None) -> Dispatcher:
+    async def start(claim: Claim) -> None:
+        if started is not None:
+            started.append(claim)
+
+    return Dispatcher(conn, "worker-a", GPU, slots, start)
+
+
+def text_of(claim: Claim) -> str:
+    request, enqueued_at, job_id = rq_adapter.job_args(claim.job_id, claim.job)
+    assert (enqueued_at, job_id) == (1.5, claim.job_id)
+    return str(request["messages"][0]["content"])
+
+
+async def test_a_claim_takes_the_first_queued_round_in_priority_order_with_a_slot_and_its_cancel_flag(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    push(sync, keys.QUEUE_TASKS, "title")
+    push(sync, keys.QUEUE_NEW, "new")
+    cont = push(sync, keys.QUEUE_CONTINUING, "continuing")
+    sync.set(keys.cancel_key(cont), "1")
+    claim = await dispatcher(conn).claim()
+    assert claim is not None
+    assert (claim.job_id, text_of(claim), claim.slot, claim.cancel) == (cont, "continuing", SLOT, "1")
+    assert sync.get(SLOT) == f"worker-a:{cont}".encode()  # the slot's token names the worker and the round
+    assert not sync.exists(keys.rq_job_key(cont))  # the hash went with the claim; the events stream is the record
+    second, third = await dispatcher(conn).claim(), await dispatcher(conn).claim()
+    assert second is not None and third is not None
+    assert (text_of(second), second.slot, second.cancel) == ("new", "", "")  # the one slot is taken
+    assert text_of(third) == "title"
+    assert await dispatcher(conn).claim() is None
+
+
+async def test_a_job_whose_hash_expired_while_queued_is_skipped(sync: redis.Redis, conn: aioredis.Redis) -> None:
+    sync.rpush(keys.rq_queue_key(keys.QUEUE_NEW), "expired-job")
+    push(sync, keys.QUEUE_NEW, "alive")
+    claim = await dispatcher(conn).claim()
+    assert claim is not None and text_of(claim) == "alive"
+    assert sync.llen(keys.rq_queue_key(keys.QUEUE_NEW)) == 0
+
+
+async def test_a_handed_over_slot_goes_to_the_next_round_and_is_freed_when_none_waits(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    job = push(sync, keys.QUEUE_NEW, "next")
+    sync.set(SLOT, "worker-a:previous")
+    d = dispatcher(conn)
+    claim = d._claimed(await conn.eval(*d.claim_command(handed=(SLOT, "worker-a:previous"))))
+    assert claim is not None and (claim.job_id, claim.slot) == (job, SLOT)
+    assert sync.get(SLOT) == f"worker-a:{job}".encode()
+    assert d._claimed(await conn.eval(*d.claim_command(handed=(SLOT, f"worker-a:{job}")))) is None
+    assert not sync.exists(SLOT)  # nothing queued: the slot is free for any worker
+
+
+async def test_a_slot_no_longer_held_is_not_handed_over(sync: redis.Redis, conn: aioredis.Redis) -> None:
+    push(sync, keys.QUEUE_NEW, "next")
+    sync.set(SLOT, "worker-b:theirs")  # ours expired (a stalled worker) and another worker's round took it
+    d = dispatcher(conn)
+    claim = d._claimed(await conn.eval(*d.claim_command(handed=(SLOT, "worker-a:previous"))))
+    assert claim is not None and claim.slot == ""  # the round waits for a slot like any other
+    assert sync.get(SLOT) == b"worker-b:theirs"
+
+
+async def test_a_round_waiting_on_another_worker_gets_the_slot_before_this_workers_next_round(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    job = push(sync, keys.QUEUE_NEW, "next")
+    sync.set(SLOT, "worker-a:previous")
+    waiting = GpuLock(conn, [SLOT], "worker-b:theirs", keys.gpu_waiting_key(GPU))
+    acquiring = asyncio.create_task(waiting.acquire())
+    await asyncio.sleep(0.05)
+    assert sync.exists(keys.gpu_waiting_key(GPU))  # the waiting round marked its wait
+    d = dispatcher(conn)
+    assert d._claimed(await conn.eval(*d.claim_command(handed=(SLOT, "worker-a:previous")))) is None
+    await asyncio.wait_for(acquiring, 5)
+    assert sync.get(SLOT) == b"worker-b:theirs"
+    assert not sync.exists(keys.gpu_waiting_key(GPU))  # no one waits any more
+    assert sync.lrange(keys.rq_queue_key(keys.QUEUE_NEW), 0, -1) == [job.encode()]  # still queued
+
+
+async def test_the_dispatcher_claims_only_for_free_slots_and_passes_a_finished_rounds_slot_on(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    jobs = [push(sync, keys.QUEUE_NEW, f"r{i}") for i in range(4)]
+    started: list[Claim] = []
+    d = dispatcher(conn, slots=2, started=started)
+    d.begin()
+    await wait_for(lambda: len(started) == 2)
+    await asyncio.sleep(0.1)
+    assert len(started) == 2  # two slots, two rounds: the others stay queued for any worker
+    assert sync.llen(keys.rq_queue_key(keys.QUEUE_NEW)) == 2
+    first = started[0]
+    await d.finish(writer_for(conn, first))
+    await wait_for(lambda: len(started) == 3)
+    assert started[2].slot == first.slot  # the finished round's slot, handed straight over
+    assert sync.get(first.slot) == started[2].token.encode()
+    await d.finish(writer_for(conn, started[1]))
+    await wait_for(lambda: len(started) == 4)
+    for claim in started[2:]:
+        await d.finish(writer_for(conn, claim))
+    assert not any(sync.exists(k) for k in keys.gpu_slot_keys(GPU, 2))  # nothing queued: both slots free
+    assert [c.job_id for c in started] == jobs
+    await d.drain()
+    assert d.free == 2
+
+
+async def test_burst_mode_stops_claiming_once_the_queues_are_empty(sync: redis.Redis, conn: aioredis.Redis) -> None:
+    push(sync, keys.QUEUE_NEW, "only")
+    started: list[Claim] = []
+    d = dispatcher(conn, slots=2, started=started)
+    d.burst = True
+    d.begin()
+    await asyncio.wait_for(asyncio.to_thread(d.finished.wait, 5), 6)
+    assert [text_of(c) for c in started] == ["only"] and d.stopping
+
+
+async def test_the_model_client_tells_a_round_when_its_request_is_written() -> None:
+    calls: list[str] = []
+    async with serve_in_loop() as url, httpx.AsyncClient(event_hooks={"request": [mark_sent]}) as http:
+        await http.get(f"{url}/api/version")  # no round in this task: nothing to tell
+        SENDING.set(lambda: calls.append("sent"))
+        response = await http.get(f"{url}/api/version")
+        assert response.status_code == 200
+        assert calls == ["sent"]
+
+
+def test_a_plain_rq_worker_taking_a_round_fails_it_rather_than_run_it_outside_the_gpu_lock() -> None:
+    with pytest.raises(RuntimeError, match="only in agent-worker"):
+        run_round({}, 0.0, "job-x")
+
+
+def writer_for(conn: aioredis.Redis, claim: Claim) -> EventWriter:
+    task = asyncio.current_task()
+    assert task is not None
+    lock = GpuLock(conn, keys.gpu_slot_keys(GPU, 2), claim.token, keys.gpu_waiting_key(GPU), held=claim.slot)
+    return EventWriter(conn, claim.job_id, RoundControl(task), lock)
+
+
+async def wait_for(condition: Callable[[], bool], within: float = 5.0) -> None:
+    """Poll state the dispatcher changes on this event loop (so the loop must keep running meanwhile)."""
+    async with asyncio.timeout(within):
+        while not condition():  # noqa: ASYNC110 - no event to wait on: the state is the dispatcher's
+            await asyncio.sleep(0.01)
