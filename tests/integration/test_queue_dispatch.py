@@ -77,7 +77,7 @@ async def test_a_claim_takes_the_first_queued_round_in_priority_order_with_a_slo
     sync.set(keys.cancel_key(cont), "1")
     claim = await dispatcher(conn).claim()
     assert claim is not None
-    assert (claim.job_id, text_of(claim), claim.slot, claim.cancel) == (cont, "continuing", SLOT, "1")
+    assert (claim.job_id, text_of(claim), claim.slot, claim.cancel, claim.behind) == (cont, "continuing", SLOT, "1", 2)
     assert sync.get(SLOT) == f"worker-a:{cont}".encode()  # the slot's token names the worker and the round
     assert not sync.exists(keys.rq_job_key(cont))  # the hash went with the claim; the events stream is the record
     second, third = await dispatcher(conn).claim(), await dispatcher(conn).claim()
@@ -146,18 +146,41 @@ async def test_the_dispatcher_claims_only_for_free_slots_and_passes_a_finished_r
     assert len(started) == 2  # two slots, two rounds: the others stay queued for any worker
     assert sync.llen(keys.rq_queue_key(keys.QUEUE_NEW)) == 2
     first = started[0]
-    await d.finish(writer_for(conn, first))
+    await d.finish(writer_for(conn, first), first.behind)
     await wait_for(lambda: len(started) == 3)
     assert started[2].slot == first.slot  # the finished round's slot, handed straight over
     assert sync.get(first.slot) == started[2].token.encode()
-    await d.finish(writer_for(conn, started[1]))
+    await d.finish(writer_for(conn, started[1]), started[1].behind)
     await wait_for(lambda: len(started) == 4)
     for claim in started[2:]:
-        await d.finish(writer_for(conn, claim))
+        await d.finish(writer_for(conn, claim), claim.behind)
     assert not any(sync.exists(k) for k in keys.gpu_slot_keys(GPU, 2))  # nothing queued: both slots free
     assert [c.job_id for c in started] == jobs
     await d.drain()
     assert d.free == 2
+
+
+async def test_with_rounds_queued_the_next_model_request_goes_out_before_the_last_events(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    push(sync, keys.QUEUE_NEW, "first")
+    push(sync, keys.QUEUE_NEW, "second")
+    seen: list[int] = []
+
+    async def start(claim: Claim) -> None:  # the next round: its request is "written" after a look at the stream
+        assert first is not None
+        seen.append(await conn.xlen(keys.events_key(first.job_id)))
+        claim.sent.set()
+
+    d = Dispatcher(conn, "worker-a", GPU, 1, start)
+    first = await d.claim()
+    assert first is not None and first.behind == 1
+    d.free = 0  # the claim above took the one slot
+    writer = writer_for(conn, first)
+    writer.put({"kind": "done"}, hold=True)
+    await d.finish(writer, first.behind)
+    assert seen == [0]  # the finished round's last event was not written yet when the next one started
+    assert await conn.xlen(keys.events_key(first.job_id)) == 1
 
 
 async def test_burst_mode_stops_claiming_once_the_queues_are_empty(sync: redis.Redis, conn: aioredis.Redis) -> None:

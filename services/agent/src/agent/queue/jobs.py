@@ -121,7 +121,7 @@ async def execute_round(rt: Runtime, claim: Claim) -> dict[str, Any]:
         control.finished = True  # from here on an abort must not cancel the hand-over
         if not finished:
             finished = True
-            await rt.dispatcher.finish(writer)
+            await rt.dispatcher.finish(writer, claim.behind)
 
     def sent() -> None:
         claim.sent.set()
