@@ -123,7 +123,7 @@ class Dispatcher:
     burst: bool = False  # stop once the queues are found empty
     stopping: bool = False
     finished: threading.Event = field(default_factory=threading.Event)  # the RQ thread returns when set
-    failed: BaseException | None = None
+    failed: Exception | None = None
     free: int = 0
     rounds: set[asyncio.Task[object]] = field(default_factory=set)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -141,7 +141,7 @@ class Dispatcher:
     async def _run(self) -> None:
         try:
             await self._loop()
-        except BaseException as exc:
+        except Exception as exc:  # a bug, not Redis (handled in the loop): agent-worker exits non-zero
             self.failed = exc
             log.exception("dispatcher_failed")
             raise
