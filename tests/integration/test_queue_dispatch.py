@@ -7,7 +7,8 @@ one by one; tests/integration/test_queue_*.py run the same rules through real ag
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -191,6 +192,20 @@ async def test_burst_mode_stops_claiming_once_the_queues_are_empty(sync: redis.R
     d.begin()
     await asyncio.wait_for(asyncio.to_thread(d.finished.wait, 5), 6)
     assert [text_of(c) for c in started] == ["only"] and d.stopping
+
+
+async def test_a_dispatcher_that_fails_says_so_and_lets_the_worker_stop(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    push(sync, keys.QUEUE_NEW, "doomed")
+
+    def broken(claim: Claim) -> Coroutine[Any, Any, object]:
+        raise ZeroDivisionError("a bug")
+
+    d = Dispatcher(conn, "worker-a", GPU, 1, broken)
+    d.begin()
+    await asyncio.wait_for(asyncio.to_thread(d.finished.wait, 5), 6)
+    assert isinstance(d.failed, ZeroDivisionError)  # agent-worker's RQ thread returns, and it exits with 1
 
 
 async def test_the_model_client_tells_a_round_when_its_request_is_written() -> None:

@@ -144,7 +144,6 @@ class Dispatcher:
         except Exception as exc:  # a bug, not Redis (handled in the loop): agent-worker exits non-zero
             self.failed = exc
             log.exception("dispatcher_failed")
-            raise
         finally:
             self.finished.set()
 
@@ -254,7 +253,6 @@ class Dispatcher:
         """Stop claiming, then wait for the claim in flight and every round under way."""
         self.stop()
         if self._runner is not None:
-            with contextlib.suppress(BaseException):
-                await self._runner
+            await self._runner
         while self.rounds:
             await asyncio.wait(self.rounds)
