@@ -46,12 +46,16 @@ async def conn(queue_redis: RedisServer, sync: redis.Redis) -> AsyncIterator[aio
     await client.aclose()
 
 
-def push(sync: redis.Redis, queue: str, text: str) -> str:
-    """Queue a round as the API does (RQ job hash + admitting push); returns its job id."""
+async def push(sync: redis.Redis, queue: str, text: str) -> str:
+    """Queue a round as the API does (RQ job hash + admitting push, on an asyncio client); returns its job id."""
     request = RoundRequest("qwen3:4b", [{"role": "user", "content": text}], None, {}, request_id=text)
     spec = rq_adapter.JobSpec(f"job-{text}", (request.to_dict(), 1.5, f"job-{text}"), 60, 600, f"round of {text}")
-    admitted, _ = rq_adapter.push(rq_adapter.admitting_queues(sync, 100)[queue, True], spec, at_front=False)
-    assert admitted
+    client = aioredis.Redis(port=sync.connection_pool.connection_kwargs["port"])
+    try:
+        admission = await rq_adapter.push(client, rq_adapter.admitting_queues(sync, 100)[queue, True], spec, False)
+    finally:
+        await client.aclose()
+    assert admission.admitted
     return spec.job_id
 
 
@@ -72,9 +76,9 @@ def text_of(claim: Claim) -> str:
 async def test_a_claim_takes_the_first_queued_round_in_priority_order_with_a_slot_and_its_cancel_flag(
     sync: redis.Redis, conn: aioredis.Redis
 ) -> None:
-    push(sync, keys.QUEUE_TASKS, "title")
-    push(sync, keys.QUEUE_NEW, "new")
-    cont = push(sync, keys.QUEUE_CONTINUING, "continuing")
+    await push(sync, keys.QUEUE_TASKS, "title")
+    await push(sync, keys.QUEUE_NEW, "new")
+    cont = await push(sync, keys.QUEUE_CONTINUING, "continuing")
     sync.set(keys.cancel_key(cont), "1")
     claim = await dispatcher(conn).claim()
     assert claim is not None
@@ -90,7 +94,7 @@ async def test_a_claim_takes_the_first_queued_round_in_priority_order_with_a_slo
 
 async def test_a_job_whose_hash_expired_while_queued_is_skipped(sync: redis.Redis, conn: aioredis.Redis) -> None:
     sync.rpush(keys.rq_queue_key(keys.QUEUE_NEW), "expired-job")
-    push(sync, keys.QUEUE_NEW, "alive")
+    await push(sync, keys.QUEUE_NEW, "alive")
     claim = await dispatcher(conn).claim()
     assert claim is not None and text_of(claim) == "alive"
     assert sync.llen(keys.rq_queue_key(keys.QUEUE_NEW)) == 0
@@ -99,7 +103,7 @@ async def test_a_job_whose_hash_expired_while_queued_is_skipped(sync: redis.Redi
 async def test_a_handed_over_slot_goes_to_the_next_round_and_is_freed_when_none_waits(
     sync: redis.Redis, conn: aioredis.Redis
 ) -> None:
-    job = push(sync, keys.QUEUE_NEW, "next")
+    job = await push(sync, keys.QUEUE_NEW, "next")
     sync.set(SLOT, "worker-a:previous")
     d = dispatcher(conn)
     claim = d._claimed(await conn.eval(*d.claim_command(handed=(SLOT, "worker-a:previous"))))
@@ -110,7 +114,7 @@ async def test_a_handed_over_slot_goes_to_the_next_round_and_is_freed_when_none_
 
 
 async def test_a_slot_no_longer_held_is_not_handed_over(sync: redis.Redis, conn: aioredis.Redis) -> None:
-    push(sync, keys.QUEUE_NEW, "next")
+    await push(sync, keys.QUEUE_NEW, "next")
     sync.set(SLOT, "worker-b:theirs")  # ours expired (a stalled worker) and another worker's round took it
     d = dispatcher(conn)
     claim = d._claimed(await conn.eval(*d.claim_command(handed=(SLOT, "worker-a:previous"))))
@@ -121,7 +125,7 @@ async def test_a_slot_no_longer_held_is_not_handed_over(sync: redis.Redis, conn:
 async def test_a_round_waiting_on_another_worker_gets_the_slot_before_this_workers_next_round(
     sync: redis.Redis, conn: aioredis.Redis
 ) -> None:
-    job = push(sync, keys.QUEUE_NEW, "next")
+    job = await push(sync, keys.QUEUE_NEW, "next")
     sync.set(SLOT, "worker-a:previous")
     waiting = GpuLock(conn, [SLOT], "worker-b:theirs", keys.gpu_waiting_key(GPU))
     acquiring = asyncio.create_task(waiting.acquire())
@@ -138,7 +142,7 @@ async def test_a_round_waiting_on_another_worker_gets_the_slot_before_this_worke
 async def test_the_dispatcher_claims_only_for_free_slots_and_passes_a_finished_rounds_slot_on(
     sync: redis.Redis, conn: aioredis.Redis
 ) -> None:
-    jobs = [push(sync, keys.QUEUE_NEW, f"r{i}") for i in range(4)]
+    jobs = [await push(sync, keys.QUEUE_NEW, f"r{i}") for i in range(4)]
     started: list[Claim] = []
     d = dispatcher(conn, slots=2, started=started)
     d.begin()
@@ -164,8 +168,8 @@ async def test_the_dispatcher_claims_only_for_free_slots_and_passes_a_finished_r
 async def test_with_rounds_queued_the_next_model_request_goes_out_before_the_last_events(
     sync: redis.Redis, conn: aioredis.Redis
 ) -> None:
-    push(sync, keys.QUEUE_NEW, "first")
-    push(sync, keys.QUEUE_NEW, "second")
+    await push(sync, keys.QUEUE_NEW, "first")
+    await push(sync, keys.QUEUE_NEW, "second")
     seen: list[int] = []
 
     async def start(claim: Claim) -> None:  # the next round: its request is "written" after a look at the stream
@@ -185,7 +189,7 @@ async def test_with_rounds_queued_the_next_model_request_goes_out_before_the_las
 
 
 async def test_burst_mode_stops_claiming_once_the_queues_are_empty(sync: redis.Redis, conn: aioredis.Redis) -> None:
-    push(sync, keys.QUEUE_NEW, "only")
+    await push(sync, keys.QUEUE_NEW, "only")
     started: list[Claim] = []
     d = dispatcher(conn, slots=2, started=started)
     d.burst = True
@@ -197,7 +201,7 @@ async def test_burst_mode_stops_claiming_once_the_queues_are_empty(sync: redis.R
 async def test_a_dispatcher_that_fails_says_so_and_lets_the_worker_stop(
     sync: redis.Redis, conn: aioredis.Redis
 ) -> None:
-    push(sync, keys.QUEUE_NEW, "doomed")
+    await push(sync, keys.QUEUE_NEW, "doomed")
 
     def broken(claim: Claim) -> Coroutine[Any, Any, object]:
         raise ZeroDivisionError("a bug")

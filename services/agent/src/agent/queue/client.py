@@ -16,7 +16,6 @@ import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -26,7 +25,6 @@ from redis import Redis
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
-from redis.retry import Retry
 
 from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict
 from agent.errors import DependencyDown, QueueFull, QueueTimeout
@@ -113,12 +111,10 @@ class QueueBackend:
         )  # one retry for a stale connection, not redis-py's 10
         self.redis = aioredis.Redis(connection_pool=pool)
         self.workers = WorkerRegistry(self.redis, self.where)
-        self._sync = Redis.from_url(
-            settings.redis_url, **options, socket_timeout=5, socket_connect_timeout=1, retry=Retry(NoBackoff(), 1)
-        )
-        # (queue, limited?) → queue object; retried rounds use the unlimited ones
+        # (queue, limited?) → queue object; retried rounds use the unlimited ones. RQ only builds commands on
+        # this client (rq_adapter.push sends them on self.redis), so it never opens a connection.
+        self._sync = Redis.from_url(settings.redis_url, **options)
         self._queues = rq_adapter.admitting_queues(self._sync, settings.max_queue_depth)
-        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-enqueue")
         self._background: set[asyncio.Task[None]] = set()
 
     async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
@@ -150,21 +146,19 @@ class QueueBackend:
             if not workers:
                 REJECTED.labels("no_worker").inc()
                 raise DependencyDown(self.workers.no_worker())
-            if rnd.request.priority == "task":
-                await self.redis.sadd(keys.TASK_ROUNDS, rnd.job_id)
-            else:
-                await self._preempt_tasks()
             rnd.enqueued = time.monotonic()
-            loop = asyncio.get_running_loop()
-            admitted, depth = await loop.run_in_executor(self._executor, self._push, rnd, front)
-            if not admitted:
+            admission = await self._push(rnd, front)
+            if not admission.admitted:
                 durations = [float(d) for d in await self.redis.lrange(keys.ROUND_TIMES, 0, -1)]
         except RedisError as exc:
             REJECTED.labels("redis_down").inc()
             raise self.workers.redis_down(exc) from exc
-        if not admitted and rnd.request.priority == "task":
+        if admission.preempted:
+            log.info("task_rounds_preempted", count=admission.preempted)
+        depth = admission.depth
+        if not admission.admitted and rnd.request.priority == "task":
             raise QueueFull("user rounds are waiting: the client task is not queued")
-        if not admitted:
+        if not admission.admitted:
             REJECTED.labels("queue_full").inc()
             wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, capacity(workers))
             raise QueueFull(
@@ -175,8 +169,9 @@ class QueueBackend:
         QUEUE_DEPTH.set(depth)
         log.debug("round_enqueued", job_id=rnd.job_id, round=rnd.request.round, depth=depth)
 
-    def _push(self, rnd: _Round, front: bool) -> tuple[bool, int]:
-        """Save the job and admit it in one MULTI/EXEC; runs in a thread because RQ's client is sync."""
+    async def _push(self, rnd: _Round, front: bool) -> rq_adapter.Admission:
+        """Save the job and admit it in one MULTI/EXEC. A user round preempts the client task rounds under way
+        in the same transaction (their tasks are answered locally); a task round joins them."""
         name = keys.QUEUE_CONTINUING if front else queue_for(rnd.request, self.continuing_first)
         settings = self.settings
         spec = rq_adapter.JobSpec(
@@ -186,7 +181,7 @@ class QueueBackend:
             ttl=math.ceil(settings.queue_timeout_seconds) + 60,
             description=f"round {rnd.request.round} of request {rnd.request.request_id}",  # never the prompt
         )
-        return rq_adapter.push(self._queues[name, not front], spec, at_front=front)
+        return await rq_adapter.push(self.redis, self._queues[name, not front], spec, at_front=front)
 
     async def _follow(self, rnd: _Round) -> AsyncIterator[RoundEvent]:
         key, last = keys.events_key(rnd.job_id), "0-0"
@@ -285,16 +280,6 @@ class QueueBackend:
         except RedisError as exc:
             log.warning("round_cancel_failed", job_id=job_id, error=str(exc))
 
-    async def _preempt_tasks(self) -> None:
-        """A user round is coming: client task rounds under way stop (their tasks are answered locally)."""
-        ids = await self.redis.smembers(keys.TASK_ROUNDS)
-        if ids:
-            pipe = self.redis.pipeline(transaction=False)
-            for job_id in ids:
-                pipe.set(keys.cancel_key(str(job_id)), keys.PREEMPT, ex=keys.CANCEL_TTL)
-            await pipe.execute()
-            log.info("task_rounds_preempted", count=len(ids))
-
     async def _untrack(self, job_id: str) -> None:
         with contextlib.suppress(RedisError):
             await self.redis.srem(keys.TASK_ROUNDS, job_id)
@@ -321,4 +306,3 @@ class QueueBackend:
         await self.redis.aclose()
         await self.redis.connection_pool.disconnect()
         self._sync.close()
-        self._executor.shutdown(wait=False)
