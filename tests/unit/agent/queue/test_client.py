@@ -7,9 +7,10 @@ import contextlib
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from agent.backends.base import RoundEvent, RoundRequest
-from agent.queue import keys
+from agent.queue import client, keys
 from agent.queue.client import QueueBackend, _Round, estimate_retry_after, queue_for
 from agent.queue.registry import capacity
 from agent.settings import Settings
@@ -56,23 +57,33 @@ def test_rounds_of_conversations_under_way_use_the_queue_read_first() -> None:
     assert queue_for(make(3), continuing_first=False) == keys.QUEUE_NEW
 
 
-async def test_a_cancellation_the_redis_client_swallows_still_ends_the_follow() -> None:
+async def test_a_cancellation_the_redis_client_swallows_still_ends_the_follow(monkeypatch: pytest.MonkeyPatch) -> None:
     """redis-py sometimes returns from a cancelled blocking XREAD instead of raising: the round must still end."""
     backend = QueueBackend(Settings(redis_url="redis://127.0.0.1:1/0", model_backend="queue"))
     reading = asyncio.Event()
 
-    async def xread_that_swallows(*args: Any, **kwargs: Any) -> list[Any]:
-        if reading.is_set():  # only the first cancellation is lost; later reads behave
-            await asyncio.sleep(10)
-        reading.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.sleep(10)
-        return []
+    class SwallowingReader:
+        def __init__(self, *args: Any) -> None:
+            pass
+
+        async def __aenter__(self) -> SwallowingReader:
+            return self
+
+        async def __aexit__(self, *exc: object) -> None:
+            return None
+
+        async def read(self, count: int, block_ms: int) -> list[tuple[str, str]]:
+            if reading.is_set():  # only the first cancellation is lost; later reads behave
+                await asyncio.sleep(10)
+            reading.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(10)
+            return []
 
     async def no_check(*args: Any) -> None:
         return None
 
-    backend.redis.xread = xread_that_swallows  # type: ignore[method-assign]
+    monkeypatch.setattr(client, "StreamReader", SwallowingReader)
     backend._check = no_check  # type: ignore[method-assign,assignment]
 
     async def first_event() -> RoundEvent:
@@ -83,3 +94,42 @@ async def test_a_cancellation_the_redis_client_swallows_still_ends_the_follow() 
     follow.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(follow, 2)
+
+
+async def test_rounds_starting_together_trigger_one_depth_sample() -> None:
+    """Each start used to add a Redis pipeline beside the round's first tokens; one sample serves them all."""
+    backend = QueueBackend(Settings(redis_url="redis://127.0.0.1:1/0", model_backend="queue"))
+    for job in ("a", "b", "c"):
+        backend._handle(_Round(make(1), job), {"kind": "started"}, 0.0)
+    assert len(backend._background) == 1
+    await backend.aclose()
+
+
+@pytest.mark.parametrize(("admitted_meanwhile", "expected"), [(False, 1.0), (True, 2.0)])
+async def test_a_depth_sample_never_overwrites_a_fresher_admission(
+    monkeypatch: pytest.MonkeyPatch, admitted_meanwhile: bool, expected: float
+) -> None:
+    """The sample runs a while after a round starts; a round admitted while it reads Redis knows better."""
+    backend = QueueBackend(Settings(redis_url="redis://127.0.0.1:1/0", model_backend="queue"))
+    monkeypatch.setattr(client, "DEPTH_SAMPLE_AFTER", 0.0)
+    reading, release = asyncio.Event(), asyncio.Event()
+
+    class SlowPipeline:
+        def llen(self, key: str) -> None:
+            return None
+
+        async def execute(self) -> list[int]:
+            reading.set()
+            await release.wait()
+            return [1, 0, 0]
+
+    monkeypatch.setattr(backend.redis, "pipeline", lambda transaction=True: SlowPipeline())
+    backend._set_depth(5)
+    sample = asyncio.create_task(backend._sample_depth())
+    await reading.wait()
+    if admitted_meanwhile:
+        backend._set_depth(2)
+    release.set()
+    await sample
+    assert REGISTRY.get_sample_value("agent_queue_depth") == expected
+    await backend.aclose()

@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import redis.asyncio as aioredis
 import structlog
@@ -31,12 +31,14 @@ from agent.errors import DependencyDown, QueueFull, QueueTimeout
 from agent.metrics import QUEUE_DEPTH, QUEUE_WAIT, REJECTED
 from agent.queue import keys, rq_adapter
 from agent.queue.events import error_from
+from agent.queue.reader import StreamReader
 from agent.queue.registry import WorkerRegistry, capacity
 from agent.redisconn import connection_options, redacted
 from agent.settings import Settings
 
 BLOCK_MS = 1000  # XREAD BLOCK; the socket timeout below must exceed it
 CHECK_EVERY = 1.0  # seconds between liveness checks of a waiting round
+DEPTH_SAMPLE_AFTER = 1.0  # seconds from a round's start to the re-read of QUEUE_DEPTH it triggers
 WORKER_LOST_AFTER = 4.0  # seconds without a ping from the worker holding the round
 VANISHED_AFTER = 3.0  # a job gone from the queue without an `accepted` event: its worker died on pickup
 NO_WORKER_GRACE = 5.0  # queued rounds survive a worker restart this long
@@ -116,6 +118,8 @@ class QueueBackend:
         self._sync = Redis.from_url(settings.redis_url, **options)
         self._queues = rq_adapter.admitting_queues(self._sync, settings.max_queue_depth)
         self._background: set[asyncio.Task[None]] = set()
+        self._depth_sample: asyncio.Task[None] | None = None
+        self._depth_admissions = 0  # times an admission's reply set QUEUE_DEPTH: a sample read before is stale
 
     async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
         retried = False
@@ -160,13 +164,14 @@ class QueueBackend:
             raise QueueFull("user rounds are waiting: the client task is not queued")
         if not admission.admitted:
             REJECTED.labels("queue_full").inc()
+            self._set_depth(depth)  # the latest depth Redis saw: concurrent admissions may have resumed out of order
             wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, capacity(workers))
             raise QueueFull(
                 f"The GPU queue is full ({depth} rounds waiting, MAX_QUEUE_DEPTH="
                 f"{self.settings.max_queue_depth}); retry in about {wait} s",
                 retry_after=wait,
             )
-        QUEUE_DEPTH.set(depth)
+        self._set_depth(depth)
         log.debug("round_enqueued", job_id=rnd.job_id, round=rnd.request.round, depth=depth)
 
     async def _push(self, rnd: _Round, front: bool) -> rq_adapter.Admission:
@@ -184,30 +189,26 @@ class QueueBackend:
         return await rq_adapter.push(self.redis, self._queues[name, not front], spec, at_front=front)
 
     async def _follow(self, rnd: _Round) -> AsyncIterator[RoundEvent]:
-        key, last = keys.events_key(rnd.job_id), "0-0"
         last_seen = checked = time.monotonic()
-        while True:
-            try:
-                reply = cast(
-                    list[tuple[str, list[tuple[str, dict[str, str]]]]],
-                    await self.redis.xread({key: last}, count=512, block=BLOCK_MS),
-                )
-                _raise_if_cancelled()
-                now = time.monotonic()
-                for _stream, entries in reply or []:
-                    for entry_id, fields in entries:
-                        last, last_seen = entry_id, now
-                        event = self._handle(rnd, json.loads(fields["e"]), now)
+        try:
+            async with StreamReader(self.redis.connection_pool, keys.events_key(rnd.job_id)) as stream:
+                while True:
+                    entries = await stream.read(count=512, block_ms=BLOCK_MS)
+                    _raise_if_cancelled()
+                    now = time.monotonic()
+                    for _entry_id, data in entries:
+                        last_seen = now
+                        event = self._handle(rnd, json.loads(data), now)
                         if event is not None:
                             yield event
                             if isinstance(event, RoundDone):
                                 return
-                if not reply or now - checked >= CHECK_EVERY:
-                    checked = now
-                    await self._check(rnd, now, last_seen)
-                    _raise_if_cancelled()
-            except RedisError as exc:
-                raise self.workers.redis_down(exc) from exc
+                    if not entries or now - checked >= CHECK_EVERY:
+                        checked = now
+                        await self._check(rnd, now, last_seen)
+                        _raise_if_cancelled()
+        except RedisError as exc:
+            raise self.workers.redis_down(exc) from exc
 
     def _handle(self, rnd: _Round, data: dict[str, Any], now: float) -> RoundEvent | None:
         kind = data.get("kind")
@@ -216,7 +217,7 @@ class QueueBackend:
         elif kind == "started":
             rnd.phase, rnd.queue_wait = "running", now - rnd.enqueued
             QUEUE_WAIT.observe(rnd.queue_wait)
-            self._spawn(self._sample_depth())
+            self._sample_depth_soon()
         elif kind == "error":
             rnd.finished = True
             raise error_from(data)
@@ -284,12 +285,26 @@ class QueueBackend:
         with contextlib.suppress(RedisError):
             await self.redis.srem(keys.TASK_ROUNDS, job_id)
 
+    def _set_depth(self, depth: int) -> None:
+        QUEUE_DEPTH.set(depth)
+        self._depth_admissions += 1
+
+    def _sample_depth_soon(self) -> None:
+        """A round left the queue: re-read the depth a little later, once for all the rounds that start until
+        then, instead of one more Redis pipeline beside every round while it streams its first tokens."""
+        if self._depth_sample is None or self._depth_sample.done():
+            self._depth_sample = self._spawn(self._sample_depth())
+
     async def _sample_depth(self) -> None:
+        await asyncio.sleep(DEPTH_SAMPLE_AFTER)
+        admissions = self._depth_admissions
         with contextlib.suppress(RedisError):
             pipe = self.redis.pipeline(transaction=False)
             for key in keys.RQ_QUEUE_KEYS:
                 pipe.llen(key)
-            QUEUE_DEPTH.set(sum(await pipe.execute()))
+            depth = sum(await pipe.execute())
+            if self._depth_admissions == admissions:  # else a round admitted meanwhile set a fresher depth
+                QUEUE_DEPTH.set(depth)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.create_task(coro)
@@ -301,8 +316,12 @@ class QueueBackend:
         return await self.workers.status()
 
     async def aclose(self) -> None:
-        for task in list(self._background):
+        tasks = list(self._background)
+        for task in tasks:
             task.cancel()
+        if tasks:  # let them unwind before the pool closes, or one may still hold or open a connection after it
+            # (seen as an unclosed socket in the next test once the depth sample ran a second after a start)
+            await asyncio.wait(tasks, timeout=2)
         await self.redis.aclose()
         await self.redis.connection_pool.disconnect()
         self._sync.close()
