@@ -1,4 +1,5 @@
-"""The worker's event writer against a real Redis: a re-sent batch is not doubled, a real refusal is raised."""
+"""The worker's event writer and its wire against a real Redis: a re-sent batch is not doubled, a real refusal is
+raised, replies stay in step with their commands."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from agent.queue.keys import events_key
+from agent.queue.wire import call, round_trip
 from agent.queue.writer import EventWriter, GpuLock, RoundControl
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import RedisServer
@@ -55,3 +57,37 @@ async def test_an_entry_refused_for_another_reason_is_raised(client: aioredis.Re
     writer.put({"kind": "text", "text": "lost?"}, hold=True)
     with pytest.raises(ResponseError, match="WRONGTYPE"):
         await writer.send()
+
+
+async def test_a_round_trip_returns_error_replies_in_place_and_its_connection_stays_in_step(
+    client: aioredis.Redis,
+) -> None:
+    await client.set("text", "x")
+    conn = await client.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+    try:
+        replies = await round_trip(conn, [("INCR", "counter"), ("LPUSH", "text", "y"), ("GET", "text")])
+        assert replies[0] == 1 and replies[2] == b"x"
+        assert isinstance(replies[1], ResponseError) and "WRONGTYPE" in str(replies[1])
+        assert await round_trip(conn, [("INCR", "counter")]) == [2]  # the next reply is the next command's
+    finally:
+        await client.connection_pool.release(conn)
+    assert await call(client, "GET", "counter") == b"2"
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        await call(client, "LPUSH", "text", "z")
+
+
+async def test_a_round_trip_cancelled_before_its_replies_leaves_no_reply_for_the_next_command(
+    client: aioredis.Redis,
+) -> None:
+    conn = await client.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+    try:
+        blocked = asyncio.create_task(round_trip(conn, [("BLPOP", "nothing", 5)]))
+        await asyncio.sleep(0.1)
+        blocked.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await blocked
+        await client.rpush("nothing", "late")  # had the BLPOP stayed on the socket, it would take this
+        assert await round_trip(conn, [("PING",)]) == [b"PONG"]  # reconnected, in step
+        assert await client.lrange("nothing", 0, -1) == [b"late"]
+    finally:
+        await client.connection_pool.release(conn)

@@ -33,6 +33,7 @@ import structlog
 from redis.exceptions import RedisError
 
 from agent.queue import keys
+from agent.queue.wire import call
 from agent.queue.writer import EventWriter
 
 log = structlog.get_logger("agent.queue.dispatch")
@@ -173,7 +174,7 @@ class Dispatcher:
 
     async def claim(self, job_id: str = "") -> Claim | None:
         """One round trip: pop (or take `job_id`), a free slot, the job, its cancel flag."""
-        return self._claimed(await self.redis.eval(*self.claim_command(job_id)))
+        return self._claimed(await call(self.redis, "EVAL", *self.claim_command(job_id)))
 
     def claim_command(self, job_id: str = "", handed: tuple[str, str] | None = None) -> tuple[Any, ...]:
         """EVAL arguments of a claim; `handed` is the (slot key, token) of a round that ended on this worker."""
@@ -224,7 +225,7 @@ class Dispatcher:
         closing = None if behind else asyncio.get_running_loop().create_task(writer.close())
         claim: Claim | None = None
         try:
-            claim = self._claimed(await self.redis.eval(*self.claim_command(handed=handed)))
+            claim = self._claimed(await call(self.redis, "EVAL", *self.claim_command(handed=handed)))
         except RedisError as exc:  # Redis restarting: the handed-over slot expires after LOCK_TTL_MS
             log.warning("claim_failed", error=f"{type(exc).__name__}: {exc}")
         if claim is None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import RedisError, ResponseError
 
 from agent.queue.keys import (
@@ -29,6 +30,7 @@ from agent.queue.keys import (
     cancel_key,
     events_key,
 )
+from agent.queue.wire import round_trip
 
 PING_INTERVAL = 0.5  # seconds of silence after which the worker writes a ping
 LOCK_REFRESH = 1.0
@@ -105,7 +107,7 @@ class GpuLock:
 
 @dataclass
 class EventWriter:
-    """Sends pending events in one pipeline per batch; pings, checks the cancel flag, minds the lock."""
+    """Sends pending events in one batch of commands per round trip; pings, checks the cancel flag, minds the lock."""
 
     redis: aioredis.Redis
     job_id: str
@@ -118,6 +120,7 @@ class EventWriter:
     _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _task: asyncio.Task[None] | None = None
     _closed: bool = False
+    _conn: AbstractConnection | None = None  # held from the first send to close()
 
     def put(self, data: dict[str, Any], hold: bool = False) -> None:
         """Queue an event and have it sent; `hold` keeps it for the next send (the last event waits for close(),
@@ -138,27 +141,40 @@ class EventWriter:
         """Write what is pending now (in order with the background sends) plus the checks that ride along."""
         async with self._send_lock:
             batch, self._pending = self._pending, []
-            pipe = self.redis.pipeline(transaction=False)
+            stream = events_key(self.job_id)
+            commands: list[tuple[Any, ...]] = []
             for data in batch:
                 self._seq += 1
-                pipe.xadd(events_key(self.job_id), {"e": data}, id=f"0-{self._seq}")
-            pipe.expire(events_key(self.job_id), STREAM_TTL)
+                commands.append(("XADD", stream, f"0-{self._seq}", "e", data))
+            commands.append(("EXPIRE", stream, STREAM_TTL))
             checks: list[Callable[[Any], object]] = [self.on_cancel_flag]
-            pipe.get(cancel_key(self.job_id))
+            commands.append(("GET", cancel_key(self.job_id)))
             if final and self.lock.key is not None:
-                pipe.eval(RELEASE, 1, self.lock.key, self.lock.token)
+                commands.append(("EVAL", RELEASE, 1, self.lock.key, self.lock.token))
                 self.lock.key = None
                 checks.append(lambda _: None)
             elif self.lock.refresh_due() and self.lock.key is not None:
-                pipe.eval(_REFRESH, 1, self.lock.key, self.lock.token, LOCK_TTL_MS)
+                commands.append(("EVAL", _REFRESH, 1, self.lock.key, self.lock.token, LOCK_TTL_MS))
                 checks.append(self._on_refresh)
             if final and self.round_time is not None:
-                pipe.lpush(ROUND_TIMES, f"{self.round_time:.4f}")
-                pipe.ltrim(ROUND_TIMES, 0, ROUND_TIMES_KEPT - 1)
-            results = await pipe.execute(raise_on_error=False)
+                commands.append(("LPUSH", ROUND_TIMES, f"{self.round_time:.4f}"))
+                commands.append(("LTRIM", ROUND_TIMES, 0, ROUND_TIMES_KEPT - 1))
+            results = await self._round_trip(commands)
             await self._raise_errors(results, len(batch))
         for check, result in zip(checks, results[len(batch) + 1 :], strict=False):
             check(result)
+
+    async def _round_trip(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        """On this round's own connection, taken at its first send and given back by close()."""
+        if self._conn is None:
+            self._conn = await self.redis.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+        conn = self._conn
+        try:
+            return await round_trip(conn, commands)
+        except BaseException:
+            self._conn = None
+            await self.redis.connection_pool.release(conn)  # disconnected: the pool reconnects it when reused
+            raise
 
     async def _raise_errors(self, results: list[Any], sent: int) -> None:
         """Raise the first failed command, except XADDs refused because the stream already holds their id.
@@ -219,5 +235,10 @@ class EventWriter:
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await self._task
-        with contextlib.suppress(RedisError):
-            await self.send(final=True)
+        try:
+            with contextlib.suppress(RedisError):
+                await self.send(final=True)
+        finally:
+            conn, self._conn = self._conn, None
+            if conn is not None:  # shielded: a cancelled release would leave the connection counted as in use
+                await asyncio.shield(self.redis.connection_pool.release(conn))
