@@ -78,6 +78,7 @@ def serve() -> int:
         log_config=None,
         access_log=False,
         proxy_headers=False,  # request.client stays the socket peer: a client cannot rewrite it with X-Forwarded-For
+        loop="asyncio",  # as in its image, which has no uvloop (the shared test venv has it, for agent-worker)
         http=deadline_protocol(settings.mcp_request_read_timeout_seconds),  # half-sent requests are cut
         timeout_graceful_shutdown=10,
     )

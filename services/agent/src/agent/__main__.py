@@ -39,6 +39,7 @@ def serve() -> int:
         proxy_headers=False,  # request.client stays the socket peer; X-Forwarded-For is read only from TRUSTED_PROXIES
         http=deadline_protocol(settings.request_read_timeout_seconds),  # half-sent requests are cut
         timeout_graceful_shutdown=5,
+        loop="asyncio",  # not uvicorn's "auto", which would take uvloop (installed for agent-worker) untested here
     )
     return 0
 

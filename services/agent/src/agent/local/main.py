@@ -129,7 +129,9 @@ def serve(settings: Settings, checks: Checks) -> None:
     configure(settings.log_level)
     inner = OllamaBackend(settings.ollama_url, settings.round_timeout_seconds, settings.holds_back_think)
     app = create_app(settings, backend=GatedBackend(inner, checks))
-    uvicorn.run(app, host=settings.agent_host, port=settings.agent_port, log_config=None, access_log=False)
+    uvicorn.run(
+        app, host=settings.agent_host, port=settings.agent_port, log_config=None, access_log=False, loop="asyncio"
+    )
 
 
 def start(home: Path, files: Path | None) -> int:
