@@ -456,6 +456,13 @@ class GenerationResponse(Response):
     def __init__(self, state: FakeState, record: Json, generation: Generation, stream: bool) -> None:
         self.status_code, self.background = 200, None
         self.state, self.record, self.generation, self.stream = state, record, generation, stream
+        self._ended = False
+
+    def _end(self) -> None:
+        """The generation is over: it stops counting as active (and its ended_at is taken) once."""
+        if not self._ended:
+            self._ended = True
+            self.state.end(self.record, self.generation.outcome)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.state.begin()
@@ -473,11 +480,15 @@ class GenerationResponse(Response):
         except OSError:  # the socket went away while sending
             pass
         finally:
-            self.state.end(self.record, self.generation.outcome)
+            self._end()  # cancelled (client gone), or already ended with its last chunk
 
     async def _send_body(self, send: Send) -> None:
+        # As in Ollama, the model is free once it produced the last chunk: the generation ends there, not after
+        # the response's clean-up, which a fast client's next request could overtake (peak 2 with one client at a
+        # time, seen in scripts/bench-queue's direct calls).
         if not self.stream:
             merged = merge_chunks([c async for c in self.generation.chunks()])
+            self._end()
             self.status_code = 500 if "error" in merged or RAW_LINE in merged else 200
             payload = _dumps(merged)
             await send(_start(self.status_code, "application/json; charset=utf-8", len(payload)))
@@ -485,6 +496,8 @@ class GenerationResponse(Response):
             return
         await send(_start(200, "application/x-ndjson", None))
         async for chunk in self.generation.chunks():
+            if self.generation.outcome != "cancelled":  # set just before the last chunk (done or error)
+                self._end()
             line = _dumps(chunk) + b"\n"
             await send({"type": "http.response.body", "body": line, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -12,9 +12,10 @@ from typing import Any
 import httpx
 import ollama
 import pytest
+from starlette.types import Message
 
 from tests.fakes.control import fake_ollama_process, serve_in_loop
-from tests.fakes.fake_ollama import GREETING, FakeState, create_app
+from tests.fakes.fake_ollama import GREETING, FakeState, Generation, GenerationResponse, Plan, create_app
 
 Json = dict[str, Any]
 USER = [{"role": "user", "content": "What is the weather in Tokyo?"}]
@@ -342,3 +343,24 @@ def test_standalone_process_with_script_file() -> None:
         assert "".join(p.message.content or "" for p in parts) == "reprogrammed"
         assert fake.stats()["chats"] == 2 and fake.stats()["peak"] == 1
         assert [r["outcome"] for r in fake.requests()] == ["completed", "completed"]
+
+
+async def test_a_generation_is_over_when_its_last_chunk_is_produced(state: FakeState) -> None:
+    # A client that sends its next request as soon as it reads the done chunk must never be counted as a second
+    # generation beside the first: the generation ends with its done chunk, not with the response's clean-up.
+    active_at_done: list[int] = []
+
+    async def send(message: Message) -> None:
+        if b'"done":true' in message.get("body", b""):
+            active_at_done.append(state.active)
+
+    async def receive() -> Message:
+        await asyncio.sleep(10)  # the client stays: only the body ends the response
+        return {"type": "http.disconnect"}
+
+    record: Json = {"started_at": 0.0}
+    plan = Plan([("content", "a"), ("content", "b")], False, "stop", 0.0, 0.0, None, 0.0)
+    response = GenerationResponse(state, record, Generation("qwen3:4b", plan, {}), stream=True)
+    await response({"type": "http"}, receive, send)
+    assert active_at_done == [0] and record["outcome"] == "completed"
+    assert state.stats()["peak"] == 1 and state.active == 0
