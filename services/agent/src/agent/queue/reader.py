@@ -16,6 +16,9 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.connection import AbstractConnection
+from redis.exceptions import ResponseError
+
+from agent.queue.wire import round_trip
 
 
 class StreamReader:
@@ -43,12 +46,12 @@ class StreamReader:
         conn = self._conn
         if conn is None:
             raise RuntimeError("StreamReader.read outside `async with`")
-        try:
-            await conn.send_command("XREAD", "BLOCK", block_ms, "COUNT", count, "STREAMS", self.key, self.last)
-            reply = await conn.read_response()
-        except BaseException:
-            await conn.disconnect(nowait=True)  # a reply may still be on its way: the socket is not reusable
-            raise
+        # round_trip disconnects on a failed or cancelled read: a reply still on its way cannot reach the next one
+        (reply,) = await round_trip(
+            conn, [("XREAD", "BLOCK", block_ms, "COUNT", count, "STREAMS", self.key, self.last)]
+        )
+        if isinstance(reply, ResponseError):
+            raise reply
         entries = _entries(reply)
         if entries:
             self.last = entries[-1][0]

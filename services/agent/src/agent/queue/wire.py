@@ -1,4 +1,4 @@
-"""Commands sent straight on one Redis connection: the worker's per-token and per-claim path.
+"""Commands sent straight on one Redis connection: the worker's per-token and per-claim path, the API's reads.
 
 redis-py's command and pipeline path (pool checkout, retry and observability wrappers, reply callbacks) costs
 about 0.5 ms of Python per call on the 2-core hosts this runs on. The worker makes one such call per batch of
