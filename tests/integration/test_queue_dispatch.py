@@ -7,8 +7,10 @@ one by one; tests/integration/test_queue_*.py run the same rules through real ag
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -16,11 +18,13 @@ import redis
 import redis.asyncio as aioredis
 
 from agent.backends.base import RoundRequest
-from agent.queue import keys, rq_adapter
+from agent.queue import dispatch, keys, rq_adapter
 from agent.queue.dispatch import Claim, Dispatcher
-from agent.queue.jobs import SENDING, mark_sent, run_round
+from agent.queue.jobs import SENDING, Runtime, execute_round, mark_sent, run_round
 from agent.queue.writer import EventWriter, GpuLock, RoundControl
+from agent.settings import Settings
 from tests.fakes.control import serve_in_loop
+from tests.fakes.fake_ollama import FakeState
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import RedisServer
 
@@ -29,6 +33,7 @@ queue_redis = queue_fixtures.queue_redis
 
 GPU = "gpu-test"
 SLOT = keys.gpu_slot_keys(GPU, 1)[0]
+NEW = keys.rq_queue_key(keys.QUEUE_NEW)
 
 
 @pytest.fixture
@@ -46,10 +51,12 @@ async def conn(queue_redis: RedisServer, sync: redis.Redis) -> AsyncIterator[aio
     await client.aclose()
 
 
-async def push(sync: redis.Redis, queue: str, text: str) -> str:
+async def push(sync: redis.Redis, queue: str, text: str, enqueued_at: float = 1.5) -> str:
     """Queue a round as the API does (RQ job hash + admitting push, on an asyncio client); returns its job id."""
     request = RoundRequest("qwen3:4b", [{"role": "user", "content": text}], None, {}, request_id=text)
-    spec = rq_adapter.JobSpec(f"job-{text}", (request.to_dict(), 1.5, f"job-{text}"), 60, 600, f"round of {text}")
+    spec = rq_adapter.JobSpec(
+        f"job-{text}", (request.to_dict(), enqueued_at, f"job-{text}"), 60, 600, f"round of {text}"
+    )
     client = aioredis.Redis(port=sync.connection_pool.connection_kwargs["port"])
     try:
         admission = await rq_adapter.push(client, rq_adapter.admitting_queues(sync, 100)[queue, True], spec, False)
@@ -216,15 +223,276 @@ async def test_the_model_client_tells_a_round_when_its_request_is_written() -> N
     calls: list[str] = []
     async with serve_in_loop() as url, httpx.AsyncClient(event_hooks={"request": [mark_sent]}) as http:
         await http.get(f"{url}/api/version")  # no round in this task: nothing to tell
-        SENDING.set(lambda: calls.append("sent"))
+        SENDING.set(calls.append)
         response = await http.get(f"{url}/api/version")
         assert response.status_code == 200
-        assert calls == ["sent"]
+        assert calls == ["sent", "answered"]  # its request written, then the answer begun
 
 
 def test_a_plain_rq_worker_taking_a_round_fails_it_rather_than_run_it_outside_the_gpu_lock() -> None:
     with pytest.raises(RuntimeError, match="only in agent-worker"):
         run_round({}, 0.0, "job-x")
+
+
+# The lookahead: a one-slot worker that is alone starts the round at the head of the queues as soon as its
+# round ends, and takes it off the queue only then (agent.queue.dispatch, _PEEK and _CONFIRM).
+
+
+async def peek(conn: aioredis.Redis, d: Dispatcher) -> str | None:
+    ahead = d.lookahead()
+    assert ahead is not None
+    reply = await conn.eval(*ahead.command()[1:])
+    return reply.decode() if reply else None
+
+
+async def test_a_round_peeks_at_the_head_of_the_queues_only_while_its_worker_is_alone(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    d = dispatcher(conn)
+    await push(sync, keys.QUEUE_TASKS, "title")
+    await push(sync, keys.QUEUE_NEW, "new")
+    cont = await push(sync, keys.QUEUE_CONTINUING, "continuing")
+    assert await peek(conn, d) is None  # this worker has not published its status yet: it may not be alone
+    sync.sadd(keys.WORKERS_SET, "worker-a")
+    assert await peek(conn, d) == cont  # priority order
+    sync.set(keys.gpu_waiting_key(GPU), "1")
+    assert await peek(conn, d) is None  # a round of another worker waits for this backend's slot
+    sync.delete(keys.gpu_waiting_key(GPU))
+    sync.sadd(keys.WORKERS_SET, "worker-b")
+    assert await peek(conn, d) is None  # another worker could take the head first
+    assert dispatcher(conn, slots=2).lookahead() is None  # its own rounds would race each other
+    assert sync.llen(keys.rq_queue_key(keys.QUEUE_CONTINUING)) == 1  # a peek takes nothing
+
+
+async def test_the_lookahead_reads_the_peeked_job_once_and_is_spent_when_taken(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    job = await push(sync, keys.QUEUE_NEW, "next")
+    ahead = dispatcher(conn).lookahead()
+    assert ahead is not None
+    ahead.seen(job.encode())
+    await wait_for(lambda: ahead.job is not None)
+    taken = ahead.take()
+    assert taken is not None and (taken.job_id, text_of(taken)) == (job, "next")
+    assert taken.args is not None and taken.args[0]["messages"][0]["content"] == "next"  # read ahead of time
+    assert ahead.take() is None  # spent
+    ahead.seen(b"job-gone")  # its hash expired: nothing to start
+    await asyncio.sleep(0.05)
+    assert ahead.take() is None
+    ahead.seen(job.encode())
+    ahead.seen(None)  # the queues emptied (or the worker is no longer alone) before the read came back
+    await asyncio.sleep(0.05)
+    assert ahead.take() is None
+
+
+async def ending_round(
+    sync: redis.Redis, conn: aioredis.Redis, start: Callable[[Claim], Coroutine[Any, Any, object]]
+) -> tuple[Dispatcher, Claim, EventWriter, str]:
+    """A one-slot worker alone with one round claimed and generating, 'second' and 'third' queued behind it and
+    'second' read by the round's lookahead. Returns the dispatcher, the round, its writer and second's job id."""
+    sync.sadd(keys.WORKERS_SET, "worker-a")
+    await push(sync, keys.QUEUE_NEW, "first")
+    second = await push(sync, keys.QUEUE_NEW, "second")
+    await push(sync, keys.QUEUE_NEW, "third")
+    d = Dispatcher(conn, "worker-a", GPU, 1, start)
+    first = await d.claim()
+    assert first is not None
+    d.free = 0
+    writer = writer_for(conn, first)
+    writer.ahead = d.lookahead()
+    writer.put({"kind": "token"})
+    await writer.send()  # a batch of the round's events: its peek sees 'second' at the head
+    assert writer.ahead is not None
+    await wait_for(lambda: writer.ahead is not None and writer.ahead.job is not None)
+    writer.put({"kind": "done"}, hold=True)
+    return d, first, writer, second
+
+
+async def test_at_a_rounds_end_the_peeked_round_starts_before_any_claim_and_is_confirmed_once_its_model_answers(
+    sync: redis.Redis, conn: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dispatch, "ANSWER_WAIT", 10.0)  # so that only the answer can end the wait
+    seen: list[object] = []
+
+    async def start(claim: Claim) -> None:
+        assert claim.confirmed is not None
+        seen.append((text_of(claim), claim.confirmed.done(), sync.get(SLOT), sync.lrange(NEW, 0, -1)))
+        seen.append(await conn.xlen(keys.events_key(first.job_id)))
+        claim.sent.set()  # "its model request is written"
+        await asyncio.sleep(0.05)  # the model server parses it
+        seen.append((claim.confirmed.done(), await conn.xlen(keys.events_key(first.job_id))))
+        claim.answered.set()  # "the model server's answer began"
+        seen.append(await asyncio.shield(claim.confirmed))
+
+    d, first, writer, second = await ending_round(sync, conn, start)
+    queued = sync.lrange(NEW, 0, -1)
+    await d.finish(writer, first.behind, writer.ahead)
+    await wait_for(lambda: len(seen) == 4)
+    # started with no claim made: still queued, the slot still the finished round's, its last event not yet sent;
+    # once its request was written, still nothing until the model server answered
+    assert seen == [("second", False, f"worker-a:{first.job_id}".encode(), queued), 1, (False, 1), True]
+    assert sync.get(SLOT) == f"worker-a:{second}".encode()  # confirmed: the slot passed on, re-tokened
+    assert not sync.exists(keys.rq_job_key(second))
+    assert [text_of_id(sync, j) for j in sync.lrange(NEW, 0, -1)] == ["third"]
+    assert await conn.xlen(keys.events_key(first.job_id)) == 2  # the round's last events went out after
+    await d.drain()
+
+
+async def test_a_confirmed_round_learns_its_cancel_flag_and_the_rounds_behind_it(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    started: list[Claim] = []
+
+    async def start(claim: Claim) -> None:
+        started.append(claim)
+        claim.sent.set()
+
+    d, first, writer, second = await ending_round(sync, conn, start)
+    sync.set(keys.cancel_key(second), "1")  # its client went away while it was queued
+    await d.finish(writer, first.behind, writer.ahead)
+    (claim,) = started
+    assert claim.confirmed is not None and claim.confirmed.result() is True
+    assert (claim.job_id, claim.cancel, claim.behind, claim.slot) == (second, "1", 1, SLOT)
+    await d.drain()
+
+
+async def test_a_peeked_round_another_worker_took_is_closed_before_the_next_round_is_claimed(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    order: list[str] = []
+
+    async def start(claim: Claim) -> None:
+        order.append(f"start {text_of(claim)}")
+        claim.sent.set()
+        if claim.confirmed is not None and not await asyncio.shield(claim.confirmed):
+            await asyncio.sleep(0.05)  # closing its model request
+            order.append(f"closed {text_of(claim)}")
+
+    d, first, writer, second = await ending_round(sync, conn, start)
+    assert sync.lpop(NEW) == second.encode()  # another worker claimed it (its claim deletes the hash)
+    sync.delete(keys.rq_job_key(second))
+    await d.finish(writer, first.behind, writer.ahead)
+    await wait_for(lambda: len(order) == 3)
+    assert order == ["start second", "closed second", "start third"]  # never two requests on the one slot
+    holder = sync.get(SLOT)
+    assert isinstance(holder, bytes) and holder.endswith(b":job-third")  # the ordinary claim, on the same slot
+    assert not sync.exists(keys.events_key(second))  # nothing written for a round that was not ours
+    await d.drain()
+
+
+async def test_a_peeked_round_keeps_its_place_when_a_continuing_round_arrives_after_the_peek(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    started: list[Claim] = []
+
+    async def start(claim: Claim) -> None:
+        started.append(claim)
+        claim.sent.set()
+
+    d, first, writer, second = await ending_round(sync, conn, start)
+    urgent = await push(sync, keys.QUEUE_CONTINUING, "urgent")  # after the last peek: the next round is out
+    await d.finish(writer, first.behind, writer.ahead)
+    assert [c.job_id for c in started] == [second]
+    assert started[0].confirmed is not None and started[0].confirmed.result() is True
+    assert sync.lrange(keys.rq_queue_key(keys.QUEUE_CONTINUING), 0, -1) == [urgent.encode()]  # next in line
+    await d.drain()
+
+
+async def test_a_round_of_another_worker_waiting_for_the_slot_wins_over_a_peeked_round(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    started: list[Claim] = []
+
+    async def start(claim: Claim) -> None:
+        started.append(claim)
+        claim.sent.set()
+
+    d, first, writer, second = await ending_round(sync, conn, start)
+    sync.set(keys.gpu_waiting_key(GPU), "1", px=5000)  # another worker's round polls for this GPU's slot
+    await d.finish(writer, first.behind, writer.ahead)
+    assert [c.job_id for c in started] == [second]
+    assert started[0].confirmed is not None and started[0].confirmed.result() is False
+    assert not sync.exists(SLOT)  # freed for the waiting round, not kept by this worker
+    assert sync.lindex(NEW, 0) == second.encode()  # still queued for whichever worker is next
+    assert d.free == 1
+    await d.drain()
+
+
+async def test_a_speculative_rounds_events_wait_for_its_confirmation_and_are_dropped_if_it_was_not_ours(
+    sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    task = asyncio.current_task()
+    assert task is not None
+    for ours in (True, False):
+        gate: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        lock = GpuLock(conn, [SLOT], "worker-a:next", keys.gpu_waiting_key(GPU), held=SLOT)
+        writer = EventWriter(conn, f"job-{ours}", RoundControl(task), lock, gate=gate)
+        writer.put({"kind": "accepted"})
+        writer.put({"kind": "token", "text": "hi"})
+        await asyncio.sleep(0.05)
+        assert await conn.xlen(keys.events_key(f"job-{ours}")) == 0  # nothing before the confirmation
+        gate.set_result(ours)
+        writer.put({"kind": "done"}, hold=True)
+        await writer.close()
+        assert await conn.xlen(keys.events_key(f"job-{ours}")) == (3 if ours else 0)
+        assert writer._conn is None
+
+
+async def test_a_speculative_round_not_confirmed_closes_its_model_request_and_leaves_no_trace(
+    queue_redis: RedisServer, sync: redis.Redis, conn: aioredis.Redis
+) -> None:
+    state = FakeState()
+    state.configure({"default": {"content": " ".join(["tok"] * 50)}, "token_delay": 0.02})
+    async with serve_in_loop(state) as url, httpx.AsyncClient(event_hooks={"request": [mark_sent]}) as http:
+        settings = Settings(
+            redis_url=f"redis://127.0.0.1:{queue_redis.port}/0",
+            ollama_url=url,
+            ollama_model="qwen3:4b",
+            gpu_id=GPU,
+            think_holdback_models="",
+        )
+
+        async def never(claim: Claim) -> None:
+            raise AssertionError("nothing is claimed in this test")
+
+        rt = Runtime(
+            settings, "worker-a", asyncio.get_running_loop(), conn, http, Dispatcher(conn, "worker-a", GPU, 1, never)
+        )
+        for ours in (False, True):
+            job = await push(sync, keys.QUEUE_NEW, f"ours-{ours}", time.time())
+            sync.set(SLOT, "worker-a:previous")
+            confirmed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+            claim = Claim(job, hash_of(sync, job), SLOT, "", f"worker-a:{job}", 0, confirmed=confirmed)
+            rt.dispatcher.free = 0
+            round_task = asyncio.create_task(execute_round(rt, claim))
+            await asyncio.wait_for(claim.sent.wait(), 5)
+            await wait_for(lambda: state.active == 1)  # generating
+            sync.lpop(NEW)  # ours: what _CONFIRM does (with the slot's new token); not ours: another worker's claim
+            if ours:
+                sync.set(SLOT, claim.token)
+            confirmed.set_result(ours)
+            outcome = await asyncio.wait_for(round_task, 10)
+            row = state.requests[-1]
+            events = cast(list[tuple[bytes, dict[bytes, bytes]]], await conn.xrange(keys.events_key(job)))
+            if not ours:
+                assert outcome["outcome"] == "not_claimed" and row["outcome"] == "cancelled"
+                assert events == [] and sync.get(SLOT) == b"worker-a:previous"  # no word written, slot untouched
+                assert rt.dispatcher.free == 0  # the dispatcher, not the round, decides what the slot does next
+            else:
+                kinds = [json.loads(e[b"e"])["kind"] for _, e in events]
+                assert outcome["outcome"] == "done" and row["outcome"] == "completed"
+                assert kinds[:2] == ["accepted", "started"] and kinds[-1] == "done" and "text" in kinds
+                assert not sync.exists(SLOT) and rt.dispatcher.free == 1  # nothing queued: the slot is freed
+            assert rt.rounds == {}
+
+
+def text_of_id(sync: redis.Redis, job_id: bytes | str) -> str:
+    job = job_id.decode() if isinstance(job_id, bytes) else job_id
+    return text_of(Claim(job, hash_of(sync, job), "", "", "", 0))
+
+
+def hash_of(sync: redis.Redis, job_id: str) -> dict[bytes, bytes]:
+    return cast(dict[bytes, bytes], sync.hgetall(keys.rq_job_key(job_id)))
 
 
 def writer_for(conn: aioredis.Redis, claim: Claim) -> EventWriter:
