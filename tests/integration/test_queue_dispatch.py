@@ -238,6 +238,12 @@ def test_a_plain_rq_worker_taking_a_round_fails_it_rather_than_run_it_outside_th
 # round ends, and takes it off the queue only then (agent.queue.dispatch, _PEEK and _CONFIRM).
 
 
+def publish(sync: redis.Redis, worker: str) -> None:
+    """What a worker's heartbeat does (agent.queue.worker.StatusReporter)."""
+    sync.set(keys.worker_status_key(worker), "{}", ex=keys.STATUS_TTL)
+    sync.sadd(keys.WORKERS_SET, worker)
+
+
 async def peek(conn: aioredis.Redis, d: Dispatcher) -> str | None:
     ahead = d.lookahead()
     assert ahead is not None
@@ -253,13 +259,15 @@ async def test_a_round_peeks_at_the_head_of_the_queues_only_while_its_worker_is_
     await push(sync, keys.QUEUE_NEW, "new")
     cont = await push(sync, keys.QUEUE_CONTINUING, "continuing")
     assert await peek(conn, d) is None  # this worker has not published its status yet: it may not be alone
-    sync.sadd(keys.WORKERS_SET, "worker-a")
+    publish(sync, "worker-a")
     assert await peek(conn, d) == cont  # priority order
     sync.set(keys.gpu_waiting_key(GPU), "1")
     assert await peek(conn, d) is None  # a round of another worker waits for this backend's slot
     sync.delete(keys.gpu_waiting_key(GPU))
-    sync.sadd(keys.WORKERS_SET, "worker-b")
-    assert await peek(conn, d) is None  # another worker could take the head first
+    sync.sadd(keys.WORKERS_SET, "worker-gone")  # a worker killed a while ago: its status key expired
+    assert await peek(conn, d) == cont
+    publish(sync, "worker-b")
+    assert await peek(conn, d) is None  # another live worker could take the head first
     assert dispatcher(conn, slots=2).lookahead() is None  # its own rounds would race each other
     assert sync.llen(keys.rq_queue_key(keys.QUEUE_CONTINUING)) == 1  # a peek takes nothing
 
@@ -290,7 +298,7 @@ async def ending_round(
 ) -> tuple[Dispatcher, Claim, EventWriter, str]:
     """A one-slot worker alone with one round claimed and generating, 'second' and 'third' queued behind it and
     'second' read by the round's lookahead. Returns the dispatcher, the round, its writer and second's job id."""
-    sync.sadd(keys.WORKERS_SET, "worker-a")
+    publish(sync, "worker-a")
     await push(sync, keys.QUEUE_NEW, "first")
     second = await push(sync, keys.QUEUE_NEW, "second")
     await push(sync, keys.QUEUE_NEW, "third")

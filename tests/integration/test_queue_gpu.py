@@ -44,6 +44,22 @@ async def test_sixteen_concurrent_rounds_run_one_generation_at_a_time(queue_work
     assert stats["peak"] == 1
 
 
+async def test_a_lone_worker_starts_each_next_round_at_the_last_token_and_each_client_gets_its_own_answer(
+    queue_workers: Workers,
+) -> None:
+    rules = [{"when": {"user_contains": f"client {i}."}, "reply": {"content": f"answer for {i}"}} for i in range(12)]
+    queue_workers.fake.script({"rules": rules, "default": {"content": "nobody"}, "token_delay": 0.01})
+    proc = queue_workers.start()
+    async with open_backend(queue_workers) as backend:
+        texts = await asyncio.gather(*(answer(backend, request(f"client {i}.")) for i in range(12)))
+    assert texts == [f"answer for {i}" for i in range(12)]
+    stats = queue_workers.fake.stats()
+    assert (stats["peak"], stats["generations"], stats["cancelled"]) == (1, 12, 0)  # alone: never a lost race
+    started = [line for line in proc.output().splitlines() if "round_started" in line]
+    speculative = [line for line in started if "speculative=True" in line or '"speculative": true' in line]
+    assert len(started) == 12 and len(speculative) >= 8  # all but the first few, read while a round generated
+
+
 async def test_tokens_stream_as_the_gpu_makes_them_and_worker_exports_metrics(queue_workers: Workers) -> None:
     queue_fake = queue_workers.fake
     queue_fake.script({"default": {"content": "a b c d e f"}, "token_delay": 0.3})

@@ -113,15 +113,21 @@ for i = 1, queues do behind = behind + redis.call('llen', KEYS[i]) end
 return {id, slot, cancel, job, behind}
 """
 
-# KEYS: the queues in priority order, the workers' set, the backend's waiting marker. ARGV: 1 the worker id.
-# Returns the id at the head of the queues (priority order), or false when this worker should not speculate:
-# another worker is registered (it may take that round first) or a round of another worker waits for the slot.
+# KEYS: the queues in priority order, the workers' set, the backend's waiting marker. ARGV: 1 the worker id, 2/3
+# the status key's prefix and suffix. Returns the id at the head of the queues (priority order), or false when
+# this worker should not speculate: another live worker (its status key not expired) may take that round first,
+# this one has not published its status yet, or a round of another worker waits for the slot.
 _PEEK = """
 local set, waiting = KEYS[#KEYS - 1], KEYS[#KEYS]
-if redis.call('scard', set) ~= 1 or redis.call('sismember', set, ARGV[1]) == 0
-   or redis.call('exists', waiting) == 1 then
-  return false
+if redis.call('exists', waiting) == 1 then return false end
+local alone = false
+for _, member in ipairs(redis.call('smembers', set)) do
+  if redis.call('exists', ARGV[2] .. member .. ARGV[3]) == 1 then
+    if member ~= ARGV[1] then return false end
+    alone = true
+  end
 end
+if not alone then return false end
 for i = 1, #KEYS - 2 do
   local id = redis.call('lindex', KEYS[i], 0)
   if id then return id end
@@ -158,6 +164,7 @@ return {cancel, behind}
 """
 
 _CANCEL_PREFIX, _CANCEL_SUFFIX = keys.cancel_key("\0").split("\0")
+_STATUS_AFFIXES = keys.worker_status_key("\0").split("\0")
 
 
 async def _sent(claim: Claim) -> None:
@@ -207,6 +214,7 @@ class Lookahead:
             keys.WORKERS_SET,
             keys.gpu_waiting_key(d.gpu_id),
             d.worker_id,
+            *_STATUS_AFFIXES,
         )
 
     def seen(self, reply: Any) -> None:
