@@ -32,18 +32,25 @@ class RedisServer:
     port: int
     workdir: Path
     proc: Proc | None = None
+    _client: redis.Redis | None = None
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, decode_responses=True, socket_timeout=5)
+        """The tests' client of this server (one per start, closed when it stops: no connection left behind)."""
+        if self._client is None:
+            self._client = redis.Redis(port=self.port, decode_responses=True, socket_timeout=5)
+        return self._client
 
     def start(self) -> None:
         self.proc = start(redis_server_cmd(self.port, self.workdir), ready=lambda: bool(self.client().ping()))
 
     def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
         if self.proc is not None:
             self.proc.stop()
             self.proc = None
