@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from agent.backends.base import RoundRequest
 from agent.errors import DependencyDown, QueueFull, QueueTimeout
@@ -51,6 +52,20 @@ async def test_a_user_round_preempts_a_running_task_round(queue_workers: Workers
         assert time.monotonic() - started < 4.0  # not the task's 10 s
     outcomes = [(r["messages"][-1]["content"], r["outcome"]) for r in chats(queue_workers)]
     assert outcomes == [("### Task: slow title", "cancelled"), ("question", "completed")]
+
+
+async def test_the_queue_depth_gauge_counts_waiting_task_rounds_too(queue_workers: Workers) -> None:
+    queue_workers.fake.script({"rules": [SLOW]})
+    queue_workers.start()
+    async with open_backend(queue_workers) as backend:
+        first = asyncio.create_task(answer(backend, request("slow one")))
+        await active(queue_workers, 1)
+        tasks = [asyncio.create_task(answer(backend, task(f"### Task: title {i}"))) for i in range(2)]
+        await asyncio.to_thread(wait_until, lambda: len(queue_fixtures.queued(queue_workers)) == 2, 10.0, 0.02)
+        assert REGISTRY.get_sample_value("agent_queue_depth") == 2  # as the sampler counts: all three queues
+        for job in (first, *tasks):
+            job.cancel()
+        await asyncio.gather(first, *tasks, return_exceptions=True)
 
 
 async def test_a_task_is_refused_at_once_while_user_rounds_wait(queue_workers: Workers) -> None:

@@ -48,7 +48,7 @@ def test_enqueue_job_queues_the_push_as_its_last_pipelined_command(conn: Redis) 
         queue.enqueue_job(job, pipeline=pipe)
         last_command = pipe.command_stack[-1][0]
         assert last_command[0] == "EVAL" and "pinned" in last_command
-        assert pipe.execute()[-1] == [1, 1, 0]
+        assert pipe.execute()[-1] == [1, 1, 0, 1]
 
 
 def test_rq_stages_a_job_as_args_and_options_without_any_io() -> None:
@@ -92,9 +92,9 @@ async def test_push_admits_below_the_limit_and_refuses_at_it_leaving_nothing(
 ) -> None:
     queues = rq_adapter.admitting_queues(conn, limit=2)
     limited = queues[keys.QUEUE_NEW, True]
-    assert await rq_adapter.push(aconn, limited, spec("a"), at_front=False) == rq_adapter.Admission(True, 1, 0)
+    assert await rq_adapter.push(aconn, limited, spec("a"), at_front=False) == rq_adapter.Admission(True, 1, 0, 1)
     assert (await rq_adapter.push(aconn, queues[keys.QUEUE_CONTINUING, True], spec("b"), False)).depth == 2
-    assert await rq_adapter.push(aconn, limited, spec("c"), at_front=False) == rq_adapter.Admission(False, 2, 0)
+    assert await rq_adapter.push(aconn, limited, spec("c"), at_front=False) == rq_adapter.Admission(False, 2, 0, 2)
     assert not conn.exists(keys.rq_job_key("c"))
     assert (await rq_adapter.push(aconn, queues[keys.QUEUE_NEW, False], spec("d"), at_front=True)).depth == 3
     assert conn.lrange(keys.rq_queue_key(keys.QUEUE_NEW), 0, -1) == [b"d", b"a"]  # a retry goes first
@@ -107,7 +107,7 @@ async def test_an_admitted_user_round_preempts_every_task_round_under_way(conn: 
     assert conn.smembers(keys.TASK_ROUNDS) == {b"t1", b"t2"}
     assert not conn.exists(keys.cancel_key("t1"))  # a task round preempts nobody
     admission = await rq_adapter.push(aconn, queues[keys.QUEUE_NEW, True], spec("user"), False)
-    assert admission == rq_adapter.Admission(True, 1, 2)
+    assert admission == rq_adapter.Admission(True, 1, 2, 3)  # the gauge counts the queued task rounds too
     for task_id in ("t1", "t2"):
         assert conn.get(keys.cancel_key(task_id)) == keys.PREEMPT.encode()
         assert 0 < conn.ttl(keys.cancel_key(task_id)) <= keys.CANCEL_TTL
@@ -118,7 +118,7 @@ async def test_a_refused_task_round_is_not_tracked_and_preempts_nothing(conn: Re
     queues = rq_adapter.admitting_queues(conn, limit=1)
     assert (await rq_adapter.push(aconn, queues[keys.QUEUE_NEW, True], spec("user"), False)).admitted
     refused = await rq_adapter.push(aconn, queues[keys.QUEUE_TASKS, True], spec("task"), False)
-    assert refused == rq_adapter.Admission(False, 1, 0)  # a user round waits
+    assert refused == rq_adapter.Admission(False, 1, 0, 1)  # a user round waits
     assert not conn.exists(keys.TASK_ROUNDS, keys.rq_job_key("task"))
     conn.sadd(keys.TASK_ROUNDS, "running-task")
     assert not (await rq_adapter.push(aconn, queues[keys.QUEUE_NEW, True], spec("user2"), False)).admitted

@@ -164,14 +164,14 @@ class QueueBackend:
             raise QueueFull("user rounds are waiting: the client task is not queued")
         if not admission.admitted:
             REJECTED.labels("queue_full").inc()
-            self._set_depth(depth)  # the latest depth Redis saw: concurrent admissions may have resumed out of order
+            self._set_depth(admission.waiting)  # the latest Redis saw: concurrent admissions may resume out of order
             wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, capacity(workers))
             raise QueueFull(
                 f"The GPU queue is full ({depth} rounds waiting, MAX_QUEUE_DEPTH="
                 f"{self.settings.max_queue_depth}); retry in about {wait} s",
                 retry_after=wait,
             )
-        self._set_depth(depth)
+        self._set_depth(admission.waiting)
         log.debug("round_enqueued", job_id=rnd.job_id, round=rnd.request.round, depth=depth)
 
     async def _push(self, rnd: _Round, front: bool) -> rq_adapter.Admission:

@@ -42,25 +42,27 @@ Command = tuple[tuple[Any, ...], dict[str, Any]]  # (args, options) as a redis-p
 # rounds under way (KEYS[4]); an admitted user round sets the cancel flag (ARGV[5] .. id .. ARGV[6]) of each of
 # them to PREEMPT. Those flags' names come from the set's members, so they cannot be declared in KEYS: fine on
 # one Redis server, not on a cluster. Reply: {admitted 0|1, the user queues' jobs (plus this one if admitted),
-# task rounds preempted}. Atomic, so API replicas racing at the limit cannot overshoot, and a task round cannot
-# slip in between a user round's admission and its preemption.
+# task rounds preempted, the jobs of all three queues (KEYS[6] is the task queue) once it is done}. Atomic, so
+# API replicas racing at the limit cannot overshoot, and a task round cannot slip in between a user round's
+# admission and its preemption.
 _ADMIT = """
 local depth = redis.call('llen', KEYS[1]) + redis.call('llen', KEYS[2])
 local limit = tonumber(ARGV[2])
 if limit >= 0 and depth >= limit then
   redis.call('del', KEYS[5])
-  return {0, depth, 0}
+  return {0, depth, 0, depth + redis.call('llen', KEYS[6])}
 end
 if ARGV[3] == '1' then redis.call('lpush', KEYS[3], ARGV[1]) else redis.call('rpush', KEYS[3], ARGV[1]) end
+local waiting = redis.call('llen', KEYS[1]) + redis.call('llen', KEYS[2]) + redis.call('llen', KEYS[6])
 if ARGV[4] == 'task' then
   redis.call('sadd', KEYS[4], ARGV[1])
-  return {1, depth + 1, 0}
+  return {1, depth + 1, 0, waiting}
 end
 local tasks = redis.call('smembers', KEYS[4])
 for _, id in ipairs(tasks) do
   redis.call('set', ARGV[5] .. id .. ARGV[6], ARGV[7], 'EX', ARGV[8])
 end
-return {1, depth + 1, #tasks}
+return {1, depth + 1, #tasks, waiting}
 """
 _CANCEL_KEY_AROUND = keys.cancel_key("\n").split("\n")  # the flag's name before and after the job id
 
@@ -78,11 +80,12 @@ class AdmittingQueue(Queue):
         target = pipeline if pipeline is not None else self.connection
         target.eval(
             _ADMIT,
-            5,
+            6,
             *keys.RQ_USER_QUEUE_KEYS,
             self.key,
             keys.TASK_ROUNDS,
             keys.rq_job_key(job_id),
+            keys.rq_queue_key(keys.QUEUE_TASKS),
             job_id,
             self.limit,
             "1" if at_front else "0",
@@ -122,11 +125,13 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class Admission:
-    """The admit script's answer: whether the job is queued, the user queues' depth, task rounds preempted."""
+    """The admit script's answer: whether the job is queued, the user queues' depth (what MAX_QUEUE_DEPTH
+    counts), task rounds preempted, and the rounds waiting in all three queues (the agent_queue_depth gauge)."""
 
     admitted: bool
     depth: int
     preempted: int
+    waiting: int
 
 
 def stage(queue: AdmittingQueue, spec: JobSpec, at_front: bool) -> list[Command]:
@@ -155,8 +160,8 @@ async def push(client: aioredis.Redis, queue: AdmittingQueue, spec: JobSpec, at_
     pipe = client.pipeline(transaction=True)
     for args, options in stage(queue, spec, at_front):
         pipe.execute_command(*args, **options)
-    admitted, depth, preempted = (await pipe.execute())[-1]  # the admit script is the last command RQ queued
-    return Admission(bool(admitted), int(depth), int(preempted))
+    admitted, depth, preempted, waiting = (await pipe.execute())[-1]  # the admit script: RQ's last command
+    return Admission(bool(admitted), int(depth), int(preempted), int(waiting))
 
 
 def _version(text: str) -> tuple[int, int, int]:
