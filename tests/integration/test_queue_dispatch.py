@@ -293,6 +293,24 @@ async def test_the_lookahead_reads_the_peeked_job_once_and_is_spent_when_taken(
     assert ahead.take() is None
 
 
+async def ended_round(
+    sync: redis.Redis, conn: aioredis.Redis, meanwhile: Callable[[str], object]
+) -> tuple[Dispatcher, Claim, str]:
+    """ending_round, then `meanwhile(second's job id)` just before its end; returns the dispatcher, the one round
+    it started (its model request "written" at once) and second's job id."""
+    started: list[Claim] = []
+
+    async def start(claim: Claim) -> None:
+        started.append(claim)
+        claim.sent.set()
+
+    d, first, writer, second = await ending_round(sync, conn, start)
+    meanwhile(second)
+    await d.finish(writer, first.behind, writer.ahead)
+    (claim,) = started
+    return d, claim, second
+
+
 async def ending_round(
     sync: redis.Redis, conn: aioredis.Redis, start: Callable[[Claim], Coroutine[Any, Any, object]]
 ) -> tuple[Dispatcher, Claim, EventWriter, str]:
@@ -349,16 +367,7 @@ async def test_at_a_rounds_end_the_peeked_round_starts_before_any_claim_and_is_c
 async def test_a_confirmed_round_learns_its_cancel_flag_and_the_rounds_behind_it(
     sync: redis.Redis, conn: aioredis.Redis
 ) -> None:
-    started: list[Claim] = []
-
-    async def start(claim: Claim) -> None:
-        started.append(claim)
-        claim.sent.set()
-
-    d, first, writer, second = await ending_round(sync, conn, start)
-    sync.set(keys.cancel_key(second), "1")  # its client went away while it was queued
-    await d.finish(writer, first.behind, writer.ahead)
-    (claim,) = started
+    d, claim, second = await ended_round(sync, conn, lambda job: sync.set(keys.cancel_key(job), "1"))  # client left
     assert claim.confirmed is not None and claim.confirmed.result() is True
     assert (claim.job_id, claim.cancel, claim.behind, claim.slot) == (second, "1", 1, SLOT)
     await d.drain()
@@ -391,17 +400,11 @@ async def test_a_peeked_round_another_worker_took_is_closed_before_the_next_roun
 async def test_a_peeked_round_keeps_its_place_when_a_continuing_round_arrives_after_the_peek(
     sync: redis.Redis, conn: aioredis.Redis
 ) -> None:
-    started: list[Claim] = []
-
-    async def start(claim: Claim) -> None:
-        started.append(claim)
-        claim.sent.set()
-
-    d, first, writer, second = await ending_round(sync, conn, start)
-    urgent = await push(sync, keys.QUEUE_CONTINUING, "urgent")  # after the last peek: the next round is out
-    await d.finish(writer, first.behind, writer.ahead)
-    assert [c.job_id for c in started] == [second]
-    assert started[0].confirmed is not None and started[0].confirmed.result() is True
+    urgent = "job-urgent"
+    d, claim, second = await ended_round(  # a continuing round arrives after the last peek: the next round is out
+        sync, conn, lambda _: sync.rpush(keys.rq_queue_key(keys.QUEUE_CONTINUING), urgent)
+    )
+    assert claim.job_id == second and claim.confirmed is not None and claim.confirmed.result() is True
     assert sync.lrange(keys.rq_queue_key(keys.QUEUE_CONTINUING), 0, -1) == [urgent.encode()]  # next in line
     await d.drain()
 
@@ -409,17 +412,10 @@ async def test_a_peeked_round_keeps_its_place_when_a_continuing_round_arrives_af
 async def test_a_round_of_another_worker_waiting_for_the_slot_wins_over_a_peeked_round(
     sync: redis.Redis, conn: aioredis.Redis
 ) -> None:
-    started: list[Claim] = []
-
-    async def start(claim: Claim) -> None:
-        started.append(claim)
-        claim.sent.set()
-
-    d, first, writer, second = await ending_round(sync, conn, start)
-    sync.set(keys.gpu_waiting_key(GPU), "1", px=5000)  # another worker's round polls for this GPU's slot
-    await d.finish(writer, first.behind, writer.ahead)
-    assert [c.job_id for c in started] == [second]
-    assert started[0].confirmed is not None and started[0].confirmed.result() is False
+    d, claim, second = await ended_round(  # another worker's round polls for this GPU's slot
+        sync, conn, lambda _: sync.set(keys.gpu_waiting_key(GPU), "1", px=5000)
+    )
+    assert claim.job_id == second and claim.confirmed is not None and claim.confirmed.result() is False
     assert not sync.exists(SLOT)  # freed for the waiting round, not kept by this worker
     assert sync.lindex(NEW, 0) == second.encode()  # still queued for whichever worker is next
     assert d.free == 1

@@ -14,6 +14,7 @@ from prometheus_client import REGISTRY
 from agent.backends.base import RoundRequest
 from agent.errors import DependencyDown, QueueFull, QueueTimeout
 from agent.queue import keys
+from agent.queue.client import QueueBackend
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import Workers, answer, open_backend, request
 from tests.support.procs import wait_until
@@ -39,6 +40,13 @@ async def active(group: Workers, count: int) -> None:
     await asyncio.to_thread(wait_until, lambda: group.fake.stats()["active"] == count, 10.0, 0.02, "generation")
 
 
+async def generating(group: Workers, backend: QueueBackend, text: str) -> asyncio.Task[str]:
+    """A user round, once the model generates it."""
+    round_task = asyncio.create_task(answer(backend, request(text)))
+    await active(group, 1)
+    return round_task
+
+
 async def test_a_user_round_preempts_a_running_task_round(queue_workers: Workers) -> None:
     queue_workers.fake.script({"rules": [SLOW], "default": {"content": "user answer"}})
     queue_workers.start()
@@ -58,8 +66,7 @@ async def test_the_queue_depth_gauge_counts_waiting_task_rounds_too(queue_worker
     queue_workers.fake.script({"rules": [SLOW]})
     queue_workers.start()
     async with open_backend(queue_workers) as backend:
-        first = asyncio.create_task(answer(backend, request("slow one")))
-        await active(queue_workers, 1)
+        first = await generating(queue_workers, backend, "slow one")
         tasks = [asyncio.create_task(answer(backend, task(f"### Task: title {i}"))) for i in range(2)]
         await asyncio.to_thread(wait_until, lambda: len(queue_fixtures.queued(queue_workers)) == 2, 10.0, 0.02)
         assert REGISTRY.get_sample_value("agent_queue_depth") == 2  # as the sampler counts: all three queues
@@ -72,8 +79,7 @@ async def test_a_task_is_refused_at_once_while_user_rounds_wait(queue_workers: W
     queue_workers.fake.script({"rules": [SLOW]})
     queue_workers.start()
     async with open_backend(queue_workers) as backend:
-        first = asyncio.create_task(answer(backend, request("slow one")))
-        await active(queue_workers, 1)
+        first = await generating(queue_workers, backend, "slow one")
         second = asyncio.create_task(answer(backend, request("slow two")))
         await asyncio.to_thread(wait_until, lambda: len(queue_fixtures.queued(queue_workers)) == 1, 10.0, 0.02)
         started = time.monotonic()
