@@ -10,6 +10,7 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
+from agent.queue import writer as writer_module
 from agent.queue.keys import events_key
 from agent.queue.wire import call, round_trip
 from agent.queue.writer import EventWriter, GpuLock, RoundControl
@@ -49,6 +50,30 @@ async def test_a_batch_sent_again_after_a_lost_reply_is_neither_doubled_nor_an_e
     writer.put({"kind": "text", "text": "next"}, hold=True)  # the writer goes on where it was
     await writer.send()
     assert await client.xlen(events_key("resent")) == len(events) + 1
+
+
+async def test_events_put_while_a_round_streams_go_in_batches_and_close_sends_what_waits_at_once(
+    client: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer_module, "BATCH_INTERVAL", 30.0)
+    writer = await writer_for(client, "batched")
+    trips: list[int] = []
+    real = writer._round_trip
+
+    async def counted(commands: list[tuple[object, ...]]) -> list[object]:
+        trips.append(sum(1 for c in commands if c[0] == "XADD"))
+        return await real(commands)
+
+    monkeypatch.setattr(writer, "_round_trip", counted)
+    writer.put({"kind": "text", "text": "first"})  # goes at once
+    await asyncio.sleep(0.05)
+    for i in range(5):
+        writer.put({"kind": "text", "text": str(i)})  # wait for the interval, together
+        await asyncio.sleep(0.01)
+    assert trips == [1] and await client.xlen(events_key("batched")) == 1
+    async with asyncio.timeout(5):  # not the 30 s interval
+        await writer.close()
+    assert trips == [1, 5] and await client.xlen(events_key("batched")) == 6
 
 
 async def test_an_entry_refused_for_another_reason_is_raised(client: aioredis.Redis) -> None:
