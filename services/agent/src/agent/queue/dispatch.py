@@ -28,7 +28,7 @@ speculative request that was not confirmed is closed before the slot goes to ano
 another worker waiting for this backend's slot (agent.queue.keys.gpu_waiting_key) gets the slot before this
 worker's next round does. Order: rounds are claimed in priority order, except that a speculatively started
 round keeps its place if a round of a higher-priority queue arrived after the last peek (at most one batch of
-events earlier, a few ms: the same as if it had arrived just after the claim).
+events earlier, ~10 ms: the same as if it had arrived just after the claim).
 """
 
 from __future__ import annotations
