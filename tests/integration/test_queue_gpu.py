@@ -60,6 +60,24 @@ async def test_a_lone_worker_starts_each_next_round_at_the_last_token_and_each_c
     assert len(started) == 12 and len(speculative) >= 8  # all but the first few, read while a round generated
 
 
+async def test_a_worker_joining_mid_stream_takes_rounds_and_every_round_is_answered_exactly_once(
+    queue_workers: Workers,
+) -> None:
+    rules = [{"when": {"user_contains": f"client {i}."}, "reply": {"content": f"answer for {i}"}} for i in range(24)]
+    queue_workers.fake.script({"rules": rules, "default": {"content": "nobody"}, "token_delay": 0.05})
+    first = queue_workers.start()
+    async with open_backend(queue_workers) as backend:
+        rounds = [asyncio.create_task(answer(backend, request(f"client {i}."))) for i in range(24)]
+        await asyncio.to_thread(wait_until, lambda: queue_workers.fake.stats()["generations"] >= 3, 10.0, 0.01)
+        second = await asyncio.to_thread(queue_workers.start, "gpu1")  # the lone worker stops speculating
+        texts = await asyncio.gather(*rounds)
+    ran = [proc.output().count("round_started") for proc in (first, second)]
+    assert sum(ran) >= 24 and min(ran) > 0  # both took rounds (a lost race starts one that is then closed)
+    assert texts == [f"answer for {i}" for i in range(24)]
+    completed = [r["messages"][-1]["content"] for r in queue_workers.fake.requests() if r["outcome"] == "completed"]
+    assert sorted(completed) == sorted(f"client {i}." for i in range(24))  # none run twice, none lost
+
+
 async def test_tokens_stream_as_the_gpu_makes_them_and_worker_exports_metrics(queue_workers: Workers) -> None:
     queue_fake = queue_workers.fake
     queue_fake.script({"default": {"content": "a b c d e f"}, "token_delay": 0.3})
