@@ -44,11 +44,18 @@ async def test_sixteen_concurrent_rounds_run_one_generation_at_a_time(queue_work
     assert stats["peak"] == 1
 
 
+def own_answers(group: Workers, clients: int, token_delay: float) -> None:
+    """Script the model so that "client {i}." is answered "answer for {i}": a mixed-up round shows."""
+    rules = [
+        {"when": {"user_contains": f"client {i}."}, "reply": {"content": f"answer for {i}"}} for i in range(clients)
+    ]
+    group.fake.script({"rules": rules, "default": {"content": "nobody"}, "token_delay": token_delay})
+
+
 async def test_a_lone_worker_starts_each_next_round_at_the_last_token_and_each_client_gets_its_own_answer(
     queue_workers: Workers,
 ) -> None:
-    rules = [{"when": {"user_contains": f"client {i}."}, "reply": {"content": f"answer for {i}"}} for i in range(12)]
-    queue_workers.fake.script({"rules": rules, "default": {"content": "nobody"}, "token_delay": 0.01})
+    own_answers(queue_workers, 12, 0.01)
     proc = queue_workers.start()
     async with open_backend(queue_workers) as backend:
         texts = await asyncio.gather(*(answer(backend, request(f"client {i}.")) for i in range(12)))
@@ -63,8 +70,7 @@ async def test_a_lone_worker_starts_each_next_round_at_the_last_token_and_each_c
 async def test_a_worker_joining_mid_stream_takes_rounds_and_every_round_is_answered_exactly_once(
     queue_workers: Workers,
 ) -> None:
-    rules = [{"when": {"user_contains": f"client {i}."}, "reply": {"content": f"answer for {i}"}} for i in range(24)]
-    queue_workers.fake.script({"rules": rules, "default": {"content": "nobody"}, "token_delay": 0.05})
+    own_answers(queue_workers, 24, 0.05)
     first = queue_workers.start()
     async with open_backend(queue_workers) as backend:
         rounds = [asyncio.create_task(answer(backend, request(f"client {i}."))) for i in range(24)]
