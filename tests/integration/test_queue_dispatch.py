@@ -397,6 +397,28 @@ async def test_a_peeked_round_another_worker_took_is_closed_before_the_next_roun
     await d.drain()
 
 
+async def test_a_confirmation_that_fails_outright_still_tells_the_started_round_it_is_not_ours(
+    sync: redis.Redis, conn: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[Claim] = []
+
+    async def start(claim: Claim) -> None:
+        started.append(claim)
+        claim.sent.set()
+
+    d, first, writer, _ = await ending_round(sync, conn, start)
+
+    async def broken(client: aioredis.Redis, *command: Any) -> Any:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(dispatch, "call", broken)
+    with pytest.raises(ZeroDivisionError):
+        await d.finish(writer, first.behind, writer.ahead)
+    (claim,) = started
+    assert claim.confirmed is not None and claim.confirmed.result() is False  # it stops, rather than wait forever
+    await asyncio.sleep(0.05)  # the finished round's last events, already on their way
+
+
 async def test_a_peeked_round_keeps_its_place_when_a_continuing_round_arrives_after_the_peek(
     sync: redis.Redis, conn: aioredis.Redis
 ) -> None:

@@ -404,11 +404,6 @@ class Dispatcher:
         job_id = claim.job_id
         claim.slot, claim.token, claim.confirmed = handed[0], f"{self.worker_id}:{job_id}", loop.create_future()
         task = self._start(claim)
-        await _sent(claim)
-        with contextlib.suppress(TimeoutError):  # the model server parses it: leave it the CPU for a moment
-            async with asyncio.timeout(ANSWER_WAIT):
-                await claim.answered.wait()
-        closing = loop.create_task(writer.close())
         prefixes = (keys.rq_job_key(""), _CANCEL_PREFIX, _CANCEL_SUFFIX)
         confirm = (
             _CONFIRM,
@@ -424,13 +419,19 @@ class Dispatcher:
         )
         reply = None
         try:
-            reply = await call(self.redis, "EVAL", *confirm)
-        except RedisError as exc:  # the slot's state is unknown: the ordinary claim finds out
-            log.warning("confirm_failed", error=f"{type(exc).__name__}: {exc}")
-        if reply:
-            claim.cancel, claim.behind = reply[0].decode(), int(reply[1])
-        assert claim.confirmed is not None
-        claim.confirmed.set_result(bool(reply))
+            await _sent(claim)
+            with contextlib.suppress(TimeoutError):  # the model server parses it: leave it the CPU for a moment
+                async with asyncio.timeout(ANSWER_WAIT):
+                    await claim.answered.wait()
+            closing = loop.create_task(writer.close())
+            try:
+                reply = await call(self.redis, "EVAL", *confirm)
+            except RedisError as exc:  # the slot's state is unknown: the ordinary claim finds out
+                log.warning("confirm_failed", error=f"{type(exc).__name__}: {exc}")
+            if reply:
+                claim.cancel, claim.behind = reply[0].decode(), int(reply[1])
+        finally:  # whatever happened, the round learns whether it is ours (it writes nothing until then)
+            claim.confirmed.set_result(bool(reply))
         if reply:
             return closing
         log.info("speculation_lost", job_id=job_id)
