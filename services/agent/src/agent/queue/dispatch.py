@@ -164,6 +164,7 @@ return {cancel, behind}
 """
 
 _CANCEL_PREFIX, _CANCEL_SUFFIX = keys.cancel_key("\0").split("\0")
+_JOB_AND_CANCEL_AFFIXES = (keys.rq_job_key(""), _CANCEL_PREFIX, _CANCEL_SUFFIX)  # the scripts compute these keys
 _STATUS_AFFIXES = keys.worker_status_key("\0").split("\0")
 
 
@@ -205,17 +206,7 @@ class Lookahead:
 
     def command(self) -> tuple[Any, ...]:
         """The peek that rides along with each batch of the round's events (agent.queue.writer)."""
-        d = self.dispatcher
-        return (
-            "EVAL",
-            _PEEK,
-            len(keys.RQ_QUEUE_KEYS) + 2,
-            *keys.RQ_QUEUE_KEYS,
-            keys.WORKERS_SET,
-            keys.gpu_waiting_key(d.gpu_id),
-            d.worker_id,
-            *_STATUS_AFFIXES,
-        )
+        return self.dispatcher.peek_command
 
     def seen(self, reply: Any) -> None:
         job_id = reply.decode() if isinstance(reply, bytes) else ""
@@ -272,6 +263,16 @@ class Dispatcher:
         self.free = self.slots
         self._slot_keys = keys.gpu_slot_keys(self.gpu_id, self.slots)
         self._keys = [*keys.RQ_QUEUE_KEYS, keys.gpu_waiting_key(self.gpu_id), *self._slot_keys]
+        self.peek_command = (  # the same for every batch: built once
+            "EVAL",
+            _PEEK,
+            len(keys.RQ_QUEUE_KEYS) + 2,
+            *keys.RQ_QUEUE_KEYS,
+            keys.WORKERS_SET,
+            keys.gpu_waiting_key(self.gpu_id),
+            self.worker_id,
+            *_STATUS_AFFIXES,
+        )
 
     def lookahead(self) -> Lookahead | None:
         """A round's lookahead, when this worker may start rounds speculatively: one slot (with several, rounds of
@@ -322,8 +323,7 @@ class Dispatcher:
     def claim_command(self, job_id: str = "", handed: tuple[str, str] | None = None) -> tuple[Any, ...]:
         """EVAL arguments of a claim; `handed` is the (slot key, token) of a round that ended on this worker."""
         key, token = handed or ("", "")
-        prefixes = (keys.rq_job_key(""), _CANCEL_PREFIX, _CANCEL_SUFFIX)
-        args = (job_id, self.worker_id, keys.LOCK_TTL_MS, key, token, *prefixes, len(keys.RQ_QUEUE_KEYS))
+        args = (job_id, self.worker_id, keys.LOCK_TTL_MS, key, token, *_JOB_AND_CANCEL_AFFIXES, len(keys.RQ_QUEUE_KEYS))
         return (_CLAIM, len(self._keys), *self._keys, *args)
 
     def _claimed(self, reply: Any) -> Claim | None:
@@ -404,7 +404,6 @@ class Dispatcher:
         job_id = claim.job_id
         claim.slot, claim.token, claim.confirmed = handed[0], f"{self.worker_id}:{job_id}", loop.create_future()
         task = self._start(claim)
-        prefixes = (keys.rq_job_key(""), _CANCEL_PREFIX, _CANCEL_SUFFIX)
         confirm = (
             _CONFIRM,
             len(keys.RQ_QUEUE_KEYS) + 2,
@@ -415,7 +414,7 @@ class Dispatcher:
             handed[1],
             claim.token,
             keys.LOCK_TTL_MS,
-            *prefixes,
+            *_JOB_AND_CANCEL_AFFIXES,
         )
         reply = None
         try:

@@ -127,10 +127,9 @@ class EventWriter:
     _pending: list[str] = field(default_factory=list)
     _seq: int = 0
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
-    _closing: asyncio.Event = field(default_factory=asyncio.Event)  # ends the rest between two batches
+    _closing: asyncio.Event = field(default_factory=asyncio.Event)  # set by close(): no background send after
     _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _task: asyncio.Task[None] | None = None
-    _closed: bool = False
     _conn: AbstractConnection | None = None  # held from the first send to close()
 
     def put(self, data: dict[str, Any], hold: bool = False) -> None:
@@ -142,7 +141,7 @@ class EventWriter:
 
     def flush(self) -> None:
         """Send what is pending soon, in the background."""
-        if self._closed:
+        if self._closing.is_set():
             return
         self._wake.set()
         if self._task is None:
@@ -228,14 +227,14 @@ class EventWriter:
             self.control.abort("lock_lost")
 
     async def _run(self) -> None:
-        while not self._closed:
+        while not self._closing.is_set():
             try:
                 async with asyncio.timeout(PING_INTERVAL):
                     await self._wake.wait()
             except TimeoutError:
                 self._pending.append('{"kind":"ping"}')
             self._wake.clear()
-            if self._closed:
+            if self._closing.is_set():
                 return
             if not self._pending:  # a direct send() already took the batch
                 continue
@@ -251,8 +250,7 @@ class EventWriter:
 
     async def close(self) -> None:
         """Send the last events and the round time, and release the slot unless it was handed over."""
-        self._closed = True
-        self._closing.set()
+        self._closing.set()  # also ends the rest between two batches
         self._wake.set()
         if self._task is not None:
             with contextlib.suppress(Exception):
