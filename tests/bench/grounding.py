@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from agent.loop.grounding import check
+from agent.checks.grounding import check
 from tests.bench.stats import summary_ms
 
 

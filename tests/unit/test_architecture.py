@@ -18,8 +18,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "mcp_client": frozenset({"core"}),
     "security": frozenset({"core"}),
     "queue": frozenset({"core", "backends"}),
-    "loop": frozenset({"core", "backends", "mcp_client", "security"}),
-    "api": frozenset({"core", "backends", "mcp_client", "security", "queue", "loop"}),
+    "checks": frozenset({"core", "backends"}),  # judges a finished answer; knows nothing of the loop
+    "loop": frozenset({"core", "backends", "mcp_client", "security", "checks"}),
+    "api": frozenset({"core", "backends", "mcp_client", "security", "queue", "checks", "loop"}),
     "eval": frozenset({"core", "mcp_client"}),
     "local": frozenset({"core", "backends", "security", "api"}),  # local-agent: checks, then serves the api
     "__main__": frozenset({"core", "api"}),  # agent-api's entry point: starts the app

@@ -9,7 +9,7 @@ from agent.api.render_ollama import OllamaRenderer
 from agent.api.render_openai import OpenAIRenderer
 from agent.backends.base import ToolCall
 from agent.errors import DependencyDown
-from agent.loop.engine import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, ToolCallEvent, TraceEntry, Usage
+from agent.loop.events import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, ToolCallEvent, TraceEntry, Usage
 
 TRACE = [TraceEntry("kyc_ozeti", {}, "ok", 1, 10)]
 ANSWER = "3 pending.\n\n---\nTools used: kyc_ozeti"

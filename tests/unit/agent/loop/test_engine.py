@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.loop.engine import Caller, FinalEvent, LoopEvent, TextEvent, ToolLoop, ToolResultEvent
+from agent.loop.engine import ToolLoop
+from agent.loop.events import Caller, FinalEvent, LoopEvent, TextEvent, ToolResultEvent
 from agent.settings import Settings
 from agent_contract.headers import Caller as Identity
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend

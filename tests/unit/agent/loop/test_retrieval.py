@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from agent.loop.engine import Caller, FinalEvent, ToolLoop
+from agent.loop.engine import ToolLoop
+from agent.loop.events import Caller, FinalEvent
 from agent.loop.retrieval import LexicalIndex, Ranker, Retriever, called_earlier, fold, named_in, stems
 from agent.mcp_client import ToolSpec
 from agent.settings import Settings

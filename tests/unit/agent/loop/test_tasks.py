@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agent.errors import QueueFull
-from agent.loop.engine import FinalEvent, TextEvent
+from agent.loop.events import FinalEvent, TextEvent
 from agent.loop.tasks import ClientTask, TaskRunner, detect, local_answer
 from agent.settings import Settings
 from tests.unit.agent.conftest import ScriptedBackend

@@ -20,7 +20,7 @@ from agent import metrics
 from agent.api.trail import Trail, capped
 from agent.backends.base import Message
 from agent.errors import AgentError, Unauthorized
-from agent.loop.engine import Caller, LoopEvent
+from agent.loop.events import Caller, LoopEvent
 from agent.loop.tasks import ClientTask
 from agent.mcp_client import ArgumentRules, identity_var, request_id_var
 from agent.security.audit import AuditLog, resolve_key

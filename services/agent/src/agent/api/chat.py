@@ -16,7 +16,8 @@ from agent.api.render_ollama import OllamaRenderer
 from agent.api.render_openai import OpenAIRenderer
 from agent.api.schema import ChatCompletionRequest, OllamaChatRequest, body_of
 from agent.errors import BadRequest
-from agent.loop.engine import LoopEvent, ToolLoop
+from agent.loop.engine import ToolLoop
+from agent.loop.events import LoopEvent
 from agent.loop.messages import normalize
 from agent.loop.tasks import TaskRunner, detect
 from agent.mcp_client import request_id_var

@@ -10,7 +10,7 @@ from typing import Any
 
 from agent.api.render_openai import collect, trace_field
 from agent.errors import AgentError
-from agent.loop.engine import FinalEvent, LoopEvent, TextEvent, ThinkingEvent
+from agent.loop.events import FinalEvent, LoopEvent, TextEvent, ThinkingEvent
 
 
 def _now() -> str:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from agent.errors import AgentError
-from agent.loop.engine import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, ToolCallEvent, Usage
+from agent.loop.events import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, ToolCallEvent, Usage
 
 
 def trace_field(final: FinalEvent) -> dict[str, Any]:

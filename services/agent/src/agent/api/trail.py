@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.loop.engine import FinalEvent, LoopEvent, ToolCallEvent, ToolResultEvent
+from agent.loop.events import FinalEvent, LoopEvent, ToolCallEvent, ToolResultEvent
 from agent.mcp_client import ArgumentRules
 from agent.security.privacy import Pseudonymizer, result_names
 from agent_contract.customers import customer_ids

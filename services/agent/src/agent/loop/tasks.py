@@ -18,7 +18,7 @@ import structlog
 from agent import metrics
 from agent.backends.base import Message, ModelBackend, RoundDone, RoundRequest, TextDelta
 from agent.errors import AgentError
-from agent.loop.engine import FinalEvent, LoopEvent, TextEvent, Usage
+from agent.loop.events import FinalEvent, LoopEvent, TextEvent, Usage
 from agent.settings import Settings
 
 log = structlog.get_logger("agent.loop.tasks")

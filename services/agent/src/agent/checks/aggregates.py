@@ -2,7 +2,7 @@
 
 A tool that returns rows lets the model say "30 applications, 20 pending, 3,435 USD in total": those are
 the list's length, the rows per value of a short-valued column and a column's sum, so the grounding check
-(agent.loop.grounding) accepts them as tool figures. Built only when a figure is not found directly.
+(agent.checks.grounding) accepts them as tool figures. Built only when a figure is not found directly.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from agent.loop.figures import source_values
+from agent.checks.figures import source_values
 
 
 def parse(content: str) -> Any:

@@ -2,7 +2,7 @@
 
 Pure and fast: one compiled regular expression scans the text once. Every number keeps all the readings
 its separators allow (`1,234` is 1234 in English and 1.234 in Turkish) with the rounding tolerance of the
-precision it was written with, so the matcher (agent.loop.grounding) needs no language guess. Figures that
+precision it was written with, so the matcher (agent.checks.grounding) needs no language guess. Figures that
 are not facts (years, ordinals, list numbers, small counts, labels such as `qwen3` or `C-1042`) are marked
 `exempt` with the reason instead of being dropped, so the trace can say why they were not checked.
 """

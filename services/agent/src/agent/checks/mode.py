@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from agent import metrics
 from agent.backends.base import Message
-from agent.loop.grounding import Grounding, check
+from agent.checks.grounding import Grounding, check
 
 Mode = Literal["record", "warn", "withhold"]
 FLAGGED = ("ungrounded", "no_tool_call", "figure_dropped")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.loop.engine import Caller, FinalEvent, LoopEvent, TextEvent, ToolLoop, footer
+from agent.loop.engine import ToolLoop
+from agent.loop.events import Caller, FinalEvent, LoopEvent, TextEvent, footer
 from agent.mcp_client import ToolResult
 from agent.settings import Settings
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend

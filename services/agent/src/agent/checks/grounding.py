@@ -1,6 +1,6 @@
 """The grounding check: is every figure in the final answer found in this request's tool results?
 
-A figure is grounded when one of its readings (agent.loop.figures) equals, within the rounding of the
+A figure is grounded when one of its readings (agent.checks.figures) equals, within the rounding of the
 precision it is shown with, a figure of a tool result (or a count/sum/average of a JSON list in one), or
 is a simple derivation of two of them (sum, difference, average, a percentage or a percentage change).
 A figure found only in the user's messages or an earlier turn is "copied from the question": not flagged,
@@ -17,8 +17,8 @@ from functools import cached_property
 from itertools import repeat
 from typing import Any, Literal
 
-from agent.loop.aggregates import aggregates, numbers, parse
-from agent.loop.figures import Date, Figure, scan, source_values
+from agent.checks.aggregates import aggregates, numbers, parse
+from agent.checks.figures import Date, Figure, scan, source_values
 
 Source = Literal["tool", "derived", "question", "none"]
 Status = Literal["grounded", "ungrounded", "no_tool_call", "general", "figure_dropped", "no_figures"]

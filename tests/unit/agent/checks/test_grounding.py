@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from agent.loop import figures
-from agent.loop.figures import scan
-from agent.loop.grounding import check
+from agent.checks import figures
+from agent.checks.figures import scan
+from agent.checks.grounding import check
 
 DEPOSITS = json.dumps(
     {
