@@ -23,7 +23,7 @@ from pathlib import Path
 from agent.eval.questions import Question, load_questions
 from agent.loop.prompt import SYSTEM_PROMPT
 from agent.loop.retrieval import Ranker, Retriever
-from agent.mcp_client import ToolSpec
+from agent.toolspec import ToolSpec
 from agent_tools.server import create_server
 from agent_tools.settings import Settings as ToolSettings
 from tests.bench.stats import pct

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, TextDelta, ToolCall, ToolCallsDelta
-from agent.mcp_client import ArgumentRules, ToolResult, ToolSpec
 from agent.settings import Settings
+from agent.toolspec import ArgumentRules, ToolResult, ToolSpec
 
 SCHEMA = {"type": "object", "properties": {"symbol": {"type": "string"}}, "required": ["symbol"]}
 

@@ -2,25 +2,31 @@
 
 The MCP client's transport lives in a task of its own (anyio scopes must be entered and left in one task),
 started lazily so the API starts while the MCP server is down, and restarted after a transport failure.
+
+A restarting tool server costs a call latency, not its answer: a call whose request never left (no connection,
+or the reconnect failed) waits up to `reconnect_seconds` for the server to accept the agent again and is sent
+once more. A call whose request bytes had started to go out is never repeated: the tool may have run (some
+write, like `not_kaydet`), so that failure is reported instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import functools
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2
-import jsonschema
 import structlog
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from agent.errors import DependencyDown
+from agent.toolspec import ArgumentRules, ToolResult, ToolSpec
 from agent_contract import headers
 from agent_contract.headers import Caller
 from agent_contract.policy import Policy
@@ -29,56 +35,23 @@ log = structlog.get_logger("agent.mcp_client")
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
 # The authenticated caller: forwarded so the MCP server checks the same policy again.
 identity_var: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("identity", default=None)
+RECONNECT_POLL = 0.25  # s between attempts to reach a restarting MCP server
+CONNECT_WAIT = 10.0  # s at least for the MCP handshake: a short TOOL_TIMEOUT_SECONDS bounds tools, not a busy start
 
 
-AUDIT_META = "local-agent/audit"  # where a tool declares its personal-data and free-text arguments
+class _Delivery:
+    """Whether a tool call's HTTP request started to go out (then it may have run and must not be repeated)."""
+
+    sent = False
 
 
-@dataclass(frozen=True)
-class ArgumentRules:
-    """How the audit log treats a tool's arguments, as the MCP server declares it with the tool."""
-
-    personal: frozenset[str] = frozenset()  # customer names or IDs: pseudonymised, IDs indexed
-    free_text: frozenset[str] = frozenset()  # note texts, search patterns: never logged verbatim
-
-    @classmethod
-    def from_meta(cls, meta: dict[str, Any] | None) -> ArgumentRules:
-        declared = (meta or {}).get(AUDIT_META)
-        if not isinstance(declared, dict):
-            return cls()
-        return cls(
-            *(frozenset(str(a) for a in declared.get(k) or [] if isinstance(a, str)) for k in ("personal", "free_text"))
-        )
+# Set around one call_tool: the MCP SDK sends each request in the caller's context, so the request hook sees it.
+_delivery_var: contextvars.ContextVar[_Delivery | None] = contextvars.ContextVar("mcp_delivery", default=None)
 
 
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    audit: ArgumentRules = ArgumentRules()
-
-    def ollama(self) -> dict[str, Any]:
-        """The tool as Ollama's `tools[]` entry."""
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
-        }
-
-    def validation_error(self, arguments: dict[str, Any]) -> str | None:
-        """A short message if `arguments` break the tool's input schema, else None."""
-        validator = jsonschema.Draft202012Validator(self.input_schema)
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
-        if not errors:
-            return None
-        return "; ".join(f"{'.'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors[:3])
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    is_error: bool
-    text: str
-    timed_out: bool = False  # the tool did not answer within TOOL_TIMEOUT_SECONDS (is_error is True too)
+async def _note_sending(delivery: _Delivery, event: str, info: dict[str, Any]) -> None:
+    if event.startswith("http11.send_request_headers") or event.startswith("http2.send_request_headers"):
+        delivery.sent = True
 
 
 class ToolBox:
@@ -91,11 +64,13 @@ class ToolBox:
         timeout: float,
         cache_seconds: float,
         policy: Policy | None = None,
+        reconnect_seconds: float = 0.0,
     ) -> None:
         # A callable token is read on every request (agent_contract.secrets.RotatingSecret.get): a rotated
         # MCP_TOKEN_FILE applies from the next call, without a restart or a reconnect.
         self.token = token if callable(token) else lambda: token
         self.url, self.timeout, self.cache_seconds = url, timeout, cache_seconds
+        self.reconnect_seconds = reconnect_seconds  # how long a call that never reached the server waits for it
         self.policy = policy  # checked against every fresh tool list: a tool it names may have been misspelt
         self._unknown: list[str] = []
         self._client: Client | None = None
@@ -117,6 +92,8 @@ class ToolBox:
             identity = identity_var.get()
             if identity is not None:
                 request.headers.update(identity.headers())
+            if (delivery := _delivery_var.get()) is not None:
+                request.extensions["trace"] = functools.partial(_note_sending, delivery)
 
         async def note_refusal(response: httpx2.Response) -> None:
             # The MCP SDK turns a 401 into "Server returned an error response": keep the status to name it.
@@ -151,7 +128,7 @@ class ToolBox:
                 self._ready, self._stop, self._error = asyncio.Event(), asyncio.Event(), None
                 self._task = asyncio.create_task(self._hold(), name="mcp-client")
                 try:
-                    await asyncio.wait_for(self._ready.wait(), self.timeout)
+                    await asyncio.wait_for(self._ready.wait(), max(self.timeout, CONNECT_WAIT))
                 except TimeoutError:
                     self._reset()
                     raise self._down("no answer") from None
@@ -183,19 +160,17 @@ class ToolBox:
         self._stop.set()
         self._client = None
 
-    async def list_tools(self, refresh: bool = False) -> list[ToolSpec]:
+    async def list_tools(self, refresh: bool = False, wait: bool = True) -> list[ToolSpec]:
+        """The server's tools, cached for cache_seconds. Listing changes nothing, so a failed list is tried again:
+        at once (a connection a restart closed), and with `wait` until the server is back (reconnect_seconds)."""
         fresh = time.monotonic() - self._listed_at < self.cache_seconds
         if self._tools and fresh and not refresh:
             return self._tools
-        for attempt in (1, 2):
-            client = await self._connected()
-            try:
-                result = await client.list_tools(cache_mode="refresh")
-                break
-            except Exception as exc:
-                self._reset()
-                if attempt == 2:
-                    raise self._down(_describe(exc)) from exc
+        try:
+            result = await self._list_once()
+        except DependencyDown:
+            await self._reconnect(self.reconnect_seconds if wait else 0.0)
+            result = await self._list_once()
         self._tools = [
             ToolSpec(t.name, t.description or "", dict(t.input_schema), ArgumentRules.from_meta(t.meta))
             for t in result.tools
@@ -203,6 +178,14 @@ class ToolBox:
         self._listed_at = time.monotonic()
         self._check_policy()
         return self._tools
+
+    async def _list_once(self) -> Any:
+        client = await self._connected()
+        try:
+            return await client.list_tools(cache_mode="refresh")
+        except Exception as exc:
+            self._reset()
+            raise self._down(_describe(exc)) from exc
 
     def _check_policy(self) -> None:
         """Log loudly (once per change) when the policy names tools the MCP server does not have."""
@@ -221,8 +204,25 @@ class ToolBox:
         return next((t.audit for t in self._tools if t.name == name), ArgumentRules())
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Run a tool; an expected tool failure is a ToolResult with is_error, a dead server raises."""
-        client = await self._connected()
+        """Run a tool; an expected tool failure is a ToolResult with is_error, a dead server raises. A call that
+        never reached the server is sent once more, as soon as the server is back within reconnect_seconds."""
+        try:
+            return await self._call_once(name, arguments)
+        except _NotSent as exc:
+            log.info("tool_call_retrying", tool=name, why=str(exc.down))
+            await self._reconnect(self.reconnect_seconds)
+        try:
+            return await self._call_once(name, arguments)
+        except _NotSent as exc:
+            raise exc.down from exc.__cause__
+
+    async def _call_once(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        try:
+            client = await self._connected()
+        except DependencyDown as exc:
+            raise _NotSent(exc) from exc
+        delivery = _Delivery()
+        token = _delivery_var.set(delivery)
         try:
             result = await client.call_tool(name, arguments, read_timeout_seconds=self.timeout)
         except Exception as exc:
@@ -231,16 +231,33 @@ class ToolBox:
                     True, f"The tool {name} did not answer within {self.timeout:g} seconds.", timed_out=True
                 )
             self._reset()
-            raise self._down(_describe(exc)) from exc
+            down = self._down(_describe(exc))
+            if not delivery.sent:
+                raise _NotSent(down) from exc
+            raise down from exc
+        finally:
+            _delivery_var.reset(token)
         text = "\n".join(getattr(block, "text", "") for block in result.content if getattr(block, "text", ""))
         if not text and result.structured_content is not None:
             text = json.dumps(result.structured_content, ensure_ascii=False)
         return ToolResult(bool(result.is_error), text)
 
+    async def _reconnect(self, seconds: float) -> None:
+        """Try to reach the MCP server at once, then every RECONNECT_POLL s for up to `seconds`; the caller's next
+        attempt reports it if it is still down."""
+        deadline = time.monotonic() + seconds
+        while True:
+            with contextlib.suppress(DependencyDown):
+                await self._connected()
+                return
+            if self._refused or time.monotonic() >= deadline:  # a refused token does not heal by waiting
+                return
+            await asyncio.sleep(RECONNECT_POLL)
+
     async def problem(self) -> str | None:
         """What keeps the tools from working (the operator's message, for /readyz), or None."""
         try:
-            await self.list_tools(refresh=True)
+            await self.list_tools(refresh=True, wait=False)  # /readyz answers now, it does not wait for a restart
         except DependencyDown as exc:
             return str(exc)
         return None
@@ -249,6 +266,14 @@ class ToolBox:
         self._reset()
         if self._task is not None:
             await asyncio.wait([self._task], timeout=5)
+
+
+class _NotSent(Exception):
+    """A tool call failed before its request left: safe to send again."""
+
+    def __init__(self, down: DependencyDown) -> None:
+        super().__init__(str(down))
+        self.down = down
 
 
 def _is_timeout(exc: BaseException) -> bool:

@@ -79,6 +79,9 @@ class Settings(BaseSettings):
 
     tool_timeout_seconds: float = 20.0
     """per tool call"""
+    tool_reconnect_seconds: float = Field(default=5.0, ge=0)
+    """a tool call that could not reach the MCP server (restarting) waits this long for it to come back and is then
+    sent once more; a call that reached the server is never repeated"""
     tool_result_max_chars: int = 8000
     """a tool result is cut to this before the model reads it"""
     tools_cache_seconds: float = 60.0

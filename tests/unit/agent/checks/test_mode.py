@@ -6,8 +6,8 @@ from typing import Any
 
 from agent.loop.engine import ToolLoop
 from agent.loop.events import Caller, FinalEvent, LoopEvent, TextEvent, footer
-from agent.mcp_client import ToolResult
 from agent.settings import Settings
+from agent.toolspec import ToolResult
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend
 
 Q = [{"role": "user", "content": "How many accounts are long on EURUSD?"}]

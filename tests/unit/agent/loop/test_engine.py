@@ -113,7 +113,7 @@ async def test_failed_tool_is_withdrawn_and_not_run_again(settings: Settings) ->
 async def test_tool_results_are_cut_to_the_limit(settings: Settings) -> None:
     class Big(MemoryToolBox):
         async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-            from agent.mcp_client import ToolResult
+            from agent.toolspec import ToolResult
 
             return ToolResult(False, "x" * 5000)
 

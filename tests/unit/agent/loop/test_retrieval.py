@@ -9,8 +9,8 @@ import pytest
 from agent.loop.engine import ToolLoop
 from agent.loop.events import Caller, FinalEvent
 from agent.loop.retrieval import LexicalIndex, Ranker, Retriever, called_earlier, fold, named_in, stems
-from agent.mcp_client import ToolSpec
 from agent.settings import Settings
+from agent.toolspec import ToolSpec
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend
 
 

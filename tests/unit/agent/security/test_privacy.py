@@ -11,9 +11,9 @@ import httpx
 
 from agent.api.app import create_app
 from agent.api.trail import logged_arguments
-from agent.mcp_client import ArgumentRules, ToolResult, ToolSpec
 from agent.security.audit_check import records
 from agent.security.privacy import Pseudonymizer, fold, result_names
+from agent.toolspec import ArgumentRules, ToolResult, ToolSpec
 from agent_contract.customers import customer_ids
 from tests.unit.agent.conftest import ScriptedBackend
 from tests.unit.agent.security.test_auth import bearer, env, settings_for

@@ -22,13 +22,14 @@ from agent.backends.base import Message
 from agent.errors import AgentError, Unauthorized
 from agent.loop.events import Caller, LoopEvent
 from agent.loop.tasks import ClientTask
-from agent.mcp_client import ArgumentRules, identity_var, request_id_var
+from agent.mcp_client import identity_var, request_id_var
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.auth import Authenticator, Identity
 from agent.security.flood import FLOOD_STATUSES, FloodGate
 from agent.security.privacy import Pseudonymizer, pseudonymizer
 from agent.security.ratelimit import RateLimiter, enforce, make_limiter
 from agent.settings import Settings
+from agent.toolspec import ArgumentRules
 from agent_contract.headers import Caller as Identified
 from agent_contract.policy import Policy, load_policy
 from agent_contract.secrets import read_secret

@@ -55,6 +55,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
             settings.tool_timeout_seconds,
             settings.tools_cache_seconds,
             policy=app.state.security.policy,
+            reconnect_seconds=settings.tool_reconnect_seconds,
         )
         app.state.loop = ToolLoop(settings, app.state.backend, app.state.toolbox)
         app.state.tasks = TaskRunner(settings, app.state.backend)

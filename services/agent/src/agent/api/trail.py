@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.loop.events import FinalEvent, LoopEvent, ToolCallEvent, ToolResultEvent
-from agent.mcp_client import ArgumentRules
 from agent.security.privacy import Pseudonymizer, result_names
+from agent.toolspec import ArgumentRules
 from agent_contract.customers import customer_ids
 
 MAX_RECORD_BYTES = 16 * 1024  # a record past this is cut (and says so): one request cannot flood the log

@@ -10,7 +10,8 @@ import asyncio
 from typing import Any
 
 from agent.eval.errors import EvalError
-from agent.mcp_client import ToolBox, ToolSpec
+from agent.mcp_client import ToolBox
+from agent.toolspec import ToolSpec
 from agent_contract.fingerprint import tool_fingerprints
 
 

@@ -42,8 +42,9 @@ from agent.loop.events import (
 )
 from agent.loop.prompt import SYSTEM_PROMPT, tool_result_message
 from agent.loop.retrieval import Retriever
-from agent.mcp_client import ToolBox, ToolSpec
+from agent.mcp_client import ToolBox
 from agent.settings import Settings
+from agent.toolspec import ToolSpec
 from agent_contract.labels import TOOL_CALLED, duration_ms, tool_label
 
 log = structlog.get_logger("agent.loop.engine")

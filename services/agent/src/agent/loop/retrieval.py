@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from agent.backends.base import Message
-from agent.mcp_client import ToolSpec
+from agent.toolspec import ToolSpec
 from agent_contract.fingerprint import tool_fingerprints
 
 Mode = Literal["off", "lexical", "embedding"]
