@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import redis
 
+from agent.queue import keys
 from tests.support.procs import REPO, VENV_BIN, free_port, redis_server_cmd, wait_until
 
 MODEL = "qwen3:4b"
@@ -169,7 +170,7 @@ class SoakStack:
         popen = self.parts["worker"].popen
         group = set(_group(popen.pid)) if popen is not None else set()
         with self.redis() as client:
-            statuses = [client.get(f"agent:worker:{w}:status") for w in client.smembers("agent:workers")]
+            statuses = [client.get(keys.worker_status_key(w)) for w in client.smembers(keys.WORKERS_SET)]
         return any(s and json.loads(s).get("pid") in group for s in statuses)
 
     def start(self) -> None:
@@ -195,8 +196,8 @@ class SoakStack:
         """Queue state that should be empty once every request is over: slot locks, queued jobs, event streams."""
         with self.redis() as client:
             return {
-                "slot_locks": len(list(client.scan_iter("agent:gpu:*:lock*"))),
-                "queued_jobs": sum(client.llen(k) for k in client.scan_iter("rq:queue:agent-rounds-*")),
+                "slot_locks": sum(client.exists(k) for k in keys.gpu_slot_keys("gpu0", self.slots)),
+                "queued_jobs": sum(client.llen(k) for k in keys.RQ_QUEUE_KEYS),
             }
 
 
