@@ -1,8 +1,11 @@
-"""The e2e layer: builds the images, brings the compose stack up once per session, always tears it down.
+"""The e2e layer: builds the images once, brings this checkout's compose stack up once per session through
+testcontainers (tests/e2e/stack.py), and always takes it down with its volumes.
 
 Without a Docker engine the layer is skipped, unless REQUIRE_E2E=1 (CI), which makes that an error.
-Set E2E_KEEP=1 to leave the stack running after the session (for debugging; remove it with
-`docker compose -p <project> down -v`).
+Ryuk, testcontainers' reaper container, is off: the session's own finalizer runs `down -v`, on failure and on
+Ctrl-C too; a stack a killed session left behind carries this checkout's project name and is removed when
+the next session starts. Set E2E_KEEP=1 to leave the stack running after the session (for debugging; remove
+it with `docker compose -p <project> down -v`, or let the next run do it).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from testcontainers.core.config import testcontainers_config
 
 from tests.e2e.stack import REPO, Stack, docker_available, run
 
@@ -29,32 +33,38 @@ def _require_docker() -> None:
 @pytest.fixture(scope="session")
 def docker_ready() -> None:
     _require_docker()
+    # No reaper: nothing here may outlive the session but what E2E_KEEP=1 keeps (and Ryuk's image cannot be
+    # pulled on a machine without a registry). Teardown is the `stack` fixture's finally.
+    testcontainers_config.ryuk_disabled = True
 
 
 @pytest.fixture(scope="session")
-def built(docker_ready: None) -> Stack:
+def built(docker_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Stack:
     """Local base images, the wheelhouse, then every image of the e2e override (cached when unchanged)."""
-    stack = Stack()
+    stack = Stack(env_file=tmp_path_factory.mktemp("compose") / "e2e.env")
     if os.geteuid() == 0:
         run([str(REPO / "scripts/base-images")], timeout=900)
     run([str(REPO / "scripts/wheelhouse")], env={"PYTHON_IMAGE": stack.env["PYTHON_IMAGE"]}, timeout=900)
-    stack.compose("build", "--quiet", timeout=1200)
+    stack.build()
     return stack
 
 
 @pytest.fixture(scope="session")
 def stack(built: Stack) -> Iterator[Stack]:
-    try:
-        built.up()
-        built.api_key = built.bootstrap_key()  # what keys-init printed on the first start
-    except Exception:
-        print(built.logs(), file=sys.stderr)
-        built.down()
-        raise
-    try:
+    keep = False
+    try:  # BaseException too: a Ctrl-C during `up` still takes down what it started
+        if leftover := built.remove_leftover():
+            print(f"\nremoved project {built.project} left by an earlier session: {leftover}", file=sys.stderr)
+        try:
+            built.up()
+            built.api_key = built.bootstrap_key()  # what keys-init printed on the first start
+        except Exception:
+            print(built.logs(), file=sys.stderr)
+            raise
         yield built
+        keep = os.environ.get("E2E_KEEP") == "1"
     finally:
-        if os.environ.get("E2E_KEEP") == "1":
+        if keep:
             print(f"\nE2E_KEEP=1: stack left running as project {built.project}", file=sys.stderr)
         else:
             built.down()

@@ -164,7 +164,7 @@ def test_install_from_the_bundle_alone_answers_a_chat(installed: tuple[Path, str
 
 
 def test_the_models_arrive_intact_and_ollama_pull_finds_them(
-    airgap: dict[str, object], installed: tuple[Path, str, list[str]]
+    built: Stack, airgap: dict[str, object], installed: tuple[Path, str, list[str]]
 ) -> None:
     site, project, _calls = installed
     volume = f"{project}_ollama-models"
@@ -181,7 +181,7 @@ def test_the_models_arrive_intact_and_ollama_pull_finds_them(
             f"{volume}:/m:ro",
             "--entrypoint",
             "sh",
-            "local-agent/agent:0.1.0",
+            built.env["AGENT_IMAGE"],
             "-c",
             "cd /m/models && find . -type f | sort | xargs sha256sum",
         ]

@@ -15,7 +15,6 @@ from tests.e2e.stack import REPO, Stack, run
 pytestmark = pytest.mark.e2e
 
 OURS = ["agent-api", "agent-worker", "mcp-server"]
-PROMETHEUS_IMAGE = "local-agent/prometheus-debian:e2e"
 
 
 def config(*files: str, profiles: str = "", env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -149,17 +148,18 @@ def test_the_queue_host_publishes_redis_over_tls_only_and_lets_prometheus_reach_
     assert merged["services"].keys() == base["services"].keys()
 
 
-def promtool(*args: str) -> str:
+def promtool(stack: Stack, *args: str) -> str:
     """Run Prometheus's own checker from the stack's Prometheus image, offline, on the repo's config."""
     mount = f"{REPO / 'infra/prometheus'}:/etc/prometheus:ro"
     docker = ["docker", "run", "--rm", "--network", "none", "-v", mount, "--entrypoint", "promtool"]
-    return str(run([*docker, PROMETHEUS_IMAGE, "check", *args]).stdout)
+    image = f"local-agent/prometheus-debian:{stack.env['STANDIN_TAG']}"
+    return str(run([*docker, image, "check", *args]).stdout)
 
 
 def test_promtool_accepts_the_config_and_rules(built: Stack) -> None:
-    out = promtool("config", "/etc/prometheus/prometheus.yml")
+    out = promtool(built, "config", "/etc/prometheus/prometheus.yml")
     assert "SUCCESS" in out and "rule files found" in out
-    promtool("rules", "/etc/prometheus/alerts.yml")
+    promtool(built, "rules", "/etc/prometheus/alerts.yml")
     rules = yaml.safe_load((REPO / "infra/prometheus/alerts.yml").read_text())["groups"][0]["rules"]
     names = {r["alert"] for r in rules}
     assert {

@@ -1,8 +1,10 @@
 """The no-GPU, no-registry route as a newcomer follows it: a fresh `git clone`, then only `scripts/try`.
 
 The test types nothing the docs do not give: clone, `scripts/try` (with AGENT_PUBLISHED_PORT, the documented
-way to move the port, so it cannot collide with another stack), the curl the script prints, `scripts/try
-down`. The answer must carry a real tool call and say plainly that a scripted model wrote it.
+way to move the port, so it cannot collide with another stack, and this checkout's own image tags through the
+documented image variables, so the clone's build replaces neither the session stack's images nor another
+checkout's), the curl the script prints, `scripts/try down`. The answer must carry a real tool call and say
+plainly that a scripted model wrote it.
 """
 
 from __future__ import annotations
@@ -10,12 +12,12 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import uuid
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.e2e.names import checkout_tag, image_env
 from tests.e2e.stack import REPO
 from tests.support.procs import free_port
 
@@ -31,7 +33,8 @@ def test_fresh_clone_one_command_tool_answer_through_the_published_port(docker_r
     clone = tmp_path / "local-agent"
     assert sh(["git", "clone", "--quiet", str(REPO), str(clone)], tmp_path, dict(os.environ), 120).returncode == 0
     port = free_port()
-    env = {**os.environ, "AGENT_PUBLISHED_PORT": str(port), "TRY_PROJECT": f"la-try-{uuid.uuid4().hex[:8]}"}
+    project, tag = f"la-try-{checkout_tag()}", f"{checkout_tag()}-try"  # this checkout's, kept apart from its stack
+    env = {**os.environ, "AGENT_PUBLISHED_PORT": str(port), "TRY_PROJECT": project} | image_env(tag)
     try:
         up = sh([str(clone / "scripts/try")], clone, env, 1500)
         assert up.returncode == 0, up.stderr[-4000:]

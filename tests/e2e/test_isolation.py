@@ -1,0 +1,68 @@
+"""Two checkouts on one host keep apart: every local-agent image the e2e compose files name and the compose
+project carry the checkout's own name (tests/e2e/names.py).
+
+Read from what compose itself resolves (`docker compose config`), for each set of files the e2e layer runs
+(the stack, the second-GPU recipe, the try route), so an image added later with a fixed tag fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.names import REPO, checkout_env
+from tests.e2e.stack import COMPOSE_FILES, Stack, run
+
+pytestmark = pytest.mark.e2e
+
+FILE_SETS = [
+    COMPOSE_FILES,
+    [*COMPOSE_FILES, "compose.gpu1.yml", "tests/e2e/compose.gpu1-standin.yml"],
+    [*COMPOSE_FILES, "compose.try.yml"],
+]
+
+
+def resolved(files: list[str], names: dict[str, str]) -> tuple[str, set[str]]:
+    """The project and the local-agent images compose resolves from `names` alone (none from the shell)."""
+    shell = {k: v for k, v in os.environ.items() if k not in names and not k.startswith("COMPOSE_")}
+    args = [arg for name in files for arg in ("-f", name)]
+    out = subprocess.run(
+        ["docker", "compose", *args, "config", "--format", "json"],
+        env=shell | names | {"COMPOSE_PROFILES": "webui,grafana"},  # every service, optional ones too
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    data = json.loads(out)
+    images = {svc["image"] for svc in data["services"].values() if svc["image"].startswith("local-agent/")}
+    return str(data["name"]), images
+
+
+@pytest.mark.parametrize("files", FILE_SETS, ids=["stack", "second-gpu", "try"])
+def test_every_local_image_and_the_project_carry_the_checkouts_name(docker_ready: None, files: list[str]) -> None:
+    names = checkout_env()
+    project, images = resolved(files, names)
+    assert project == names["COMPOSE_PROJECT_NAME"]
+    assert images and all(ref.endswith(f":{names['STANDIN_TAG']}") for ref in images), images
+
+
+@pytest.mark.parametrize("files", FILE_SETS, ids=["stack", "second-gpu", "try"])
+def test_two_checkouts_share_no_image_and_no_project(docker_ready: None, files: list[str], tmp_path: Path) -> None:
+    ours = resolved(files, checkout_env())
+    theirs = resolved(files, checkout_env(tmp_path / "local-agent"))
+    assert ours[0] != theirs[0] and not ours[1] & theirs[1], (ours, theirs)
+
+
+def test_the_running_stack_is_this_checkouts_project_on_its_own_images(stack: Stack) -> None:
+    assert stack.project == checkout_env()["COMPOSE_PROJECT_NAME"]
+    ids = run(["docker", "ps", "-q", "--filter", f"label=com.docker.compose.project={stack.project}"]).stdout.split()
+    used = {json.loads(run(["docker", "inspect", i]).stdout)[0]["Config"]["Image"] for i in ids}
+    standins = ("fake-ollama", "redis-debian", "prometheus-debian")
+    allowed = {stack.env["AGENT_IMAGE"], stack.env["MCP_IMAGE"]}
+    allowed |= {f"local-agent/{name}:{stack.env['STANDIN_TAG']}" for name in standins}
+    assert ids and used <= allowed, used
