@@ -72,6 +72,15 @@ def build_env() -> dict[str, str]:
     return env | {"COMPOSE_PROJECT_NAME": names["COMPOSE_PROJECT_NAME"], "COMPOSE_BAKE": "false"}
 
 
+def drop_dangling(project: str) -> list[str]:
+    """Remove the untagged images compose's builds labelled with `project`: the one a rebuild moved a tag off,
+    and the copies compose builds for each service that shares an image. The label is the project's, so
+    nothing another checkout or user made matches; `docker rmi` without force keeps one a container uses."""
+    label = f"label=com.docker.compose.project={project}"
+    found = run(["docker", "images", "-q", "--no-trunc", "--filter", "dangling=true", "--filter", label]).stdout
+    return [image for image in found.split() if run(["docker", "rmi", image], check=False).returncode == 0]
+
+
 def printed_key(output: str) -> str:
     """The key `agent-admin keys add|bootstrap` prints once, indented by four spaces inside its banner."""
     match = re.search(r"^\s{4}(\S+)\s*$", output, re.M)
@@ -113,8 +122,10 @@ class Stack:
         return run([*self._sync_env(), *args], timeout=timeout, check=check, env=self.env)
 
     def build(self) -> None:
-        """Build every image (cached when unchanged; the tagged images stay for the next run)."""
+        """Build every image (cached when unchanged; the tagged images stay for the next run), then drop the
+        untagged ones this checkout's builds left (drop_dangling)."""
         self.compose("build", "--quiet", timeout=1200)
+        drop_dangling(self.project)
 
     def remove_leftover(self) -> str:
         """`down -v` of this checkout's project if a killed session or E2E_KEEP=1 left it; what was there."""

@@ -1,5 +1,5 @@
 """Two checkouts on one host keep apart: every local-agent image the e2e compose files name and the compose
-project carry the checkout's own name (tests/e2e/names.py).
+project carry the checkout's own name (tests/e2e/names.py), and a run removes only images it made garbage.
 
 Read from what compose itself resolves (`docker compose config`), for each set of files the e2e layer runs
 (the stack, the second-GPU recipe, the try route), so an image added later with a fixed tag fails here.
@@ -7,15 +7,19 @@ Read from what compose itself resolves (`docker compose config`), for each set o
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
+import tarfile
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.names import REPO, checkout_env
-from tests.e2e.stack import COMPOSE_FILES, Stack, run
+from tests.e2e.stack import COMPOSE_FILES, Stack, drop_dangling, run
 
 pytestmark = pytest.mark.e2e
 
@@ -66,3 +70,46 @@ def test_the_running_stack_is_this_checkouts_project_on_its_own_images(stack: St
     allowed = {stack.env["AGENT_IMAGE"], stack.env["MCP_IMAGE"]}
     allowed |= {f"local-agent/{name}:{stack.env['STANDIN_TAG']}" for name in standins}
     assert ids and used <= allowed, used
+
+
+@pytest.fixture
+def probe() -> Iterator[str]:
+    """A name no one else uses; every image and container labelled with it is removed afterwards."""
+    name = f"la-e2e-probe-{uuid.uuid4().hex[:8]}"
+    yield name
+    containers = run(["docker", "ps", "-aq", "--filter", f"label=probe={name}"]).stdout.split()
+    if containers:
+        run(["docker", "rm", "-f", *containers], check=False)
+    for image in run(["docker", "images", "-q", "--filter", f"label=probe={name}"]).stdout.split():
+        run(["docker", "rmi", "-f", image], check=False)
+
+
+def image_id(ref: str) -> str:
+    return run(["docker", "image", "inspect", "-f", "{{.Id}}", ref], check=False).stdout.strip()
+
+
+def new_image(ref: str, probe: str, project: str) -> str:
+    """A new empty image tagged `ref`, labelled as compose labels what it builds for `project`; its ID. A tag
+    that named another image moves here and leaves that one untagged, as a rebuild does."""
+    empty = io.BytesIO()
+    tarfile.open(fileobj=empty, mode="w").close()
+    labels = ["-c", f"LABEL probe={probe}", "-c", f"LABEL com.docker.compose.project={project}"]
+    subprocess.run(["docker", "import", *labels, "-", ref], input=empty.getvalue(), capture_output=True, check=True)
+    return image_id(ref)
+
+
+def test_after_a_build_only_its_projects_unused_untagged_images_are_removed(docker_ready: None, probe: str) -> None:
+    ours, theirs = f"{probe}-ours", f"{probe}-theirs"
+    garbage = new_image(f"{probe}:a", probe, ours)
+    current = new_image(f"{probe}:a", probe, ours)  # rebuilt: `garbage` has no tag now
+    in_use = new_image(f"{probe}:b", probe, ours)
+    run(["docker", "create", "--label", f"probe={probe}", in_use, "/none"])  # a container still uses it
+    in_use_successor = new_image(f"{probe}:b", probe, ours)
+    other = new_image(f"{probe}:c", probe, theirs)
+    new_image(f"{probe}:c", probe, theirs)  # another project's untagged image
+
+    assert drop_dangling(ours) == [garbage]
+    assert image_id(garbage) == ""
+    for kept in (current, in_use, in_use_successor, other):
+        assert image_id(kept) == kept
+    assert drop_dangling(ours) == []

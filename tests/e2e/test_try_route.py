@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.e2e.names import checkout_tag, image_env
-from tests.e2e.stack import REPO
+from tests.e2e.stack import REPO, drop_dangling
 from tests.support.procs import free_port
 
 pytestmark = pytest.mark.e2e
@@ -55,3 +55,4 @@ def test_fresh_clone_one_command_tool_answer_through_the_published_port(docker_r
         assert answer["choices"][0]["message"]["content"].startswith("[scripted model, not a real LLM")
     finally:
         sh([str(clone / "scripts/try"), "down"], clone, env, 300)
+        drop_dangling(project)  # what the clone's build left untagged; its tagged images stay for the next run
