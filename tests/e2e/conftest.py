@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 from testcontainers.core.config import testcontainers_config
 
-from tests.e2e.stack import REPO, Stack, docker_available, run
+from tests.e2e.stack import REPO, Stack, docker_available, run, running
 
 
 def _require_docker() -> None:
@@ -51,23 +50,8 @@ def built(docker_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Stack
 
 @pytest.fixture(scope="session")
 def stack(built: Stack) -> Iterator[Stack]:
-    keep = False
-    try:  # BaseException too: a Ctrl-C during `up` still takes down what it started
-        if leftover := built.remove_leftover():
-            print(f"\nremoved project {built.project} left by an earlier session: {leftover}", file=sys.stderr)
-        try:
-            built.up()
-            built.api_key = built.bootstrap_key()  # what keys-init printed on the first start
-        except Exception:
-            print(built.logs(), file=sys.stderr)
-            raise
-        yield built
-        keep = os.environ.get("E2E_KEEP") == "1"
-    finally:
-        if keep:
-            print(f"\nE2E_KEEP=1: stack left running as project {built.project}", file=sys.stderr)
-        else:
-            built.down()
+    with running(built, keep=os.environ.get("E2E_KEEP") == "1") as up:
+        yield up
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -14,6 +14,9 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,7 @@ from testcontainers.compose import DockerCompose
 from tests.e2e.names import REPO, checkout_env
 
 COMPOSE_FILES = ["docker-compose.yml", "compose.e2e.yml"]
-__all__ = ["COMPOSE_FILES", "REPO", "Stack", "StackError", "docker_available", "printed_key", "run"]
+__all__ = ["COMPOSE_FILES", "REPO", "Stack", "StackError", "docker_available", "printed_key", "run", "running"]
 
 
 class StackError(RuntimeError):
@@ -194,3 +197,27 @@ class Stack:
 
     def logs(self) -> str:
         return self.compose("logs", "--no-color", "--tail", "60", check=False).stdout
+
+
+@contextmanager
+def running(stack: Stack, *, keep: bool = False) -> Iterator[Stack]:
+    """The session's stack: what a killed session left under this project removed, then up, its first key read.
+    On the way out `down -v`, after a failed start, an error or a Ctrl-C too (BaseException); `keep` (E2E_KEEP=1)
+    leaves it up, but only once the session got that far."""
+    if leftover := stack.remove_leftover():
+        print(f"\nremoved project {stack.project} left by an earlier session: {leftover}", file=sys.stderr)
+    try:
+        try:
+            stack.up()
+            stack.api_key = stack.bootstrap_key()  # what keys-init printed on the first start
+        except Exception:
+            print(stack.logs(), file=sys.stderr)
+            raise
+        yield stack
+    except BaseException:
+        stack.down()
+        raise
+    if keep:
+        print(f"\nE2E_KEEP=1: stack left running as project {stack.project}", file=sys.stderr)
+    else:
+        stack.down()

@@ -113,3 +113,22 @@ def test_after_a_build_only_its_projects_unused_untagged_images_are_removed(dock
     for kept in (current, in_use, in_use_successor, other):
         assert image_id(kept) == kept
     assert drop_dangling(ours) == []
+
+
+def project_resources(project: str) -> list[str]:
+    label = f"label=com.docker.compose.project={project}"
+    kinds = (["ps", "-aq"], ["volume", "ls", "-q"], ["network", "ls", "-q"])
+    return [item for kind in kinds for item in run(["docker", *kind, "--filter", label]).stdout.split()]
+
+
+def test_a_stack_a_killed_session_left_is_found_and_removed_with_its_volumes(built: Stack, tmp_path: Path) -> None:
+    project = f"la-e2e-probe-{uuid.uuid4().hex[:8]}"  # not the session's own project, which may be up
+    left = Stack(env_file=tmp_path / "e2e.env", env=built.env | {"COMPOSE_PROJECT_NAME": project})
+    try:
+        left.compose("up", "-d", "--wait", "redis", timeout=300)  # containers and volumes, then no teardown
+        assert project_resources(project)
+        assert left.remove_leftover()
+        assert project_resources(project) == []
+        assert left.remove_leftover() == ""  # nothing left: nothing to do
+    finally:
+        left.compose("down", "-v", "-t", "5", check=False)
