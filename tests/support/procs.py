@@ -19,6 +19,9 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
+# The least any process gets to become ready. A cold Python start (agent-api, mcp-server) took over 40 s on a
+# 2-core host running two suites and more; a deadline only matters when something is broken, so it is generous.
+START_TIMEOUT = 180.0
 
 
 def free_port() -> int:
@@ -92,11 +95,17 @@ def start(
     proc = Proc(popen, Path(name))
     check = ready or ((lambda: http_ok(ready_url)) if ready_url else None)
     if check is not None:
+
+        def alive_and_ready() -> bool:
+            if popen.poll() is not None:  # it will never be ready: say so now, not at the deadline
+                raise AssertionError(f"exited with status {popen.returncode}")
+            return check()
+
         try:
-            wait_until(lambda: popen.poll() is None and check(), timeout=timeout, what=" ".join(cmd))
-        except TimeoutError as exc:
+            wait_until(alive_and_ready, timeout=max(timeout, START_TIMEOUT), what=" ".join(cmd))
+        except (TimeoutError, AssertionError) as exc:
             proc.stop()
-            raise RuntimeError(f"{cmd[0]} did not become ready:\n{proc.output()[-4000:]}") from exc
+            raise RuntimeError(f"{cmd[0]} did not become ready ({exc}):\n{proc.output()[-4000:]}") from exc
     return proc
 
 
