@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -73,9 +74,11 @@ class Settings(BaseSettings):
     think: str = "unset"
     """`unset` sends no `think` field (Ollama's default: on for thinking models); `true`, `false` or a level (`low`…)
     sends it"""
-    think_holdback_models: str = "qwen3,deepseek-r1,qwq"
-    """model prefixes whose content is held back until `</think>` or the end of the round, so reasoning never streams
-    as answer text"""
+    think_holdback_models: str = "qwen3:4b,qwen3:30b,qwen3:235b,*thinking*,deepseek-r1,qwq,!*instruct*"
+    """models whose reasoning may reach content without an opening `<think>` (their template opens it in the
+    prompt): their content is held back until `</think>` or the end of the round, so reasoning never streams as
+    answer text; other models' content streams as soon as it cannot be a `<think>` block. Comma-separated: a
+    name prefix, a glob (`*thinking*`), `!glob` excludes — [api.md](api.md#thinking-models)"""
 
     tool_timeout_seconds: float = 20.0
     """per tool call"""
@@ -234,8 +237,15 @@ class Settings(BaseSettings):
         return value
 
     def holds_back_think(self, model: str) -> bool:
-        prefixes = [p.strip() for p in self.think_holdback_models.split(",") if p.strip()]
-        return any(model.startswith(p) for p in prefixes)
+        """Whether THINK_HOLDBACK_MODELS names `model`: an exclusion (`!…`) wins over any inclusion."""
+        entries = [e.strip() for e in self.think_holdback_models.split(",") if e.strip()]
+        excluded = any(_names_model(e[1:], model) for e in entries if e.startswith("!"))
+        return not excluded and any(_names_model(e, model) for e in entries if not e.startswith("!"))
+
+
+def _names_model(entry: str, model: str) -> bool:
+    """A glob (`*`, `?`, `[`) matches the whole name; any other entry is a prefix, as the setting always was."""
+    return fnmatchcase(model, entry) if any(c in entry for c in "*?[") else model.startswith(entry)
 
 
 @lru_cache

@@ -1,6 +1,10 @@
 """Thinking never reaches the answer: tags in content, a swallowed opening tag, tags split across chunks."""
 
+from itertools import pairwise
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agent.backends.thinking import ThinkFilter
 
@@ -66,3 +70,52 @@ def test_partial_close_tag_is_not_streamed() -> None:
     f = ThinkFilter(False)
     assert f.feed("answer </th") == ("", "answer ")
     assert f.feed("ink>rest")[1] == "rest"
+
+
+def test_an_opening_tag_split_across_chunks_is_never_streamed() -> None:
+    thinking, answer, streamed = run(["\n", "<th", "ink>", "I should ", "count", "</think>", "Five."], False)
+    assert answer == "Five."
+    assert "count" in thinking
+    assert all("<" not in s and "count" not in s for s in streamed)
+
+
+def test_content_streams_as_soon_as_it_cannot_open_a_think_block() -> None:
+    f = ThinkFilter(False)
+    assert f.feed("  <") == ("", "")  # still a possible `<think>`
+    assert f.feed("b>bold") == ("", "  <b>bold")  # `<b` rules it out: everything so far goes at once
+    assert f.feed(" text") == ("", " text")
+
+
+def test_holdback_still_waits_for_the_end_of_a_plain_answer() -> None:
+    f = ThinkFilter(True)
+    assert f.feed("It is 3 pm.") == ("", "")
+    assert f.finish() == ("", "It is 3 pm.")
+
+
+_WORDS = st.text(alphabet="abcdefghij 0123456789.,\n", min_size=1, max_size=40)
+
+
+def _chunked(text: str, cuts: list[int]) -> list[str]:
+    points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
+    return [text[a:b] for a, b in pairwise(points) if b > a]
+
+
+@given(_WORDS, _WORDS, st.lists(st.integers(min_value=0), max_size=8), st.booleans())
+def test_no_reasoning_reaches_the_answer_however_the_chunks_fall(
+    reasoning: str, answer: str, cuts: list[int], holdback: bool
+) -> None:
+    """Tagged reasoning in either mode, and untagged reasoning in holdback mode, never reaches the answer."""
+    content = f"<think>{reasoning}</think>{answer}" if not holdback else f"{reasoning}</think>{answer}"
+    _, got, streamed = run(_chunked(content, cuts), holdback)
+    assert got == answer.lstrip(" \n\r\t")
+    assert "".join(streamed) == got
+
+
+@given(_WORDS.filter(lambda s: s.strip() != ""), st.lists(st.integers(min_value=0), max_size=8))
+def test_a_plain_answer_streams_from_its_first_visible_character(answer: str, cuts: list[int]) -> None:
+    f, fed, sent = ThinkFilter(False), "", ""
+    for chunk in _chunked(answer, cuts):
+        fed, sent = fed + chunk, sent + f.feed(chunk)[1]
+        if chunk.strip():  # the first visible character: it cannot begin `<think>`
+            break
+    assert sent == fed  # everything up to it is forwarded by this very chunk, nothing waits for the round's end
