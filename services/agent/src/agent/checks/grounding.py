@@ -4,7 +4,10 @@ A figure is grounded when one of its readings (agent.checks.figures) equals, wit
 precision it is shown with, a figure of a tool result (or a count/sum/average of a JSON list in one), or
 is a simple derivation of two of them (sum, difference, average, a percentage or a percentage change).
 A figure found only in the user's messages or an earlier turn is "copied from the question": not flagged,
-but labelled. Rules, examples and limits: docs/grounding.md. Pure, no I/O; bench: scripts/bench-grounding.
+but labelled. The answer is scanned first and only its figures are looked up: in this request's tool results
+(indexed once per request), then in the client's texts (each indexed once, agent.checks.context), so the cost
+follows the answer, not the length of the conversation. Rules, examples and limits: docs/grounding.md. Pure,
+no I/O; bench: scripts/bench-grounding.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from itertools import repeat
 from typing import Any, Literal
 
 from agent.checks.aggregates import aggregates, numbers, parse
+from agent.checks.context import ContextFigures, within
 from agent.checks.figures import Date, Figure, scan, source_values
 
 Source = Literal["tool", "derived", "question", "none"]
@@ -99,23 +103,14 @@ class _Pool:
         self.add(values, tokens, origin)
         self.dates.update(dict.fromkeys(dates, origin))
 
-    def add_text(self, text: str, origin: str) -> None:
-        for figure in scan(text):
-            if figure.date is not None:
-                self.dates.setdefault(figure.date, origin)
-            values = [value for value, _ in figure.readings]
-            self.add(values, [figure.text] * len(values), origin)
-
     def freeze(self) -> _Pool:
         self.values = sorted(set(self.raw))
         return self
 
     def find(self, value: float, half: float) -> str | None:
         """The origin of a source value within `half` of `value`, or None."""
-        i = bisect_left(self.values, abs(value) - half - _EPS)
-        if i < len(self.values) and self.values[i] <= abs(value) + half + _EPS:
-            return self.label[self.values[i]][1]
-        return None
+        i = within(self.values, value, half)
+        return None if i is None else self.label[self.values[i]][1]
 
     def nearest(self, value: float) -> str:
         if not self.values:
@@ -131,12 +126,10 @@ class _Sources:
 
     def __init__(self, tool_results: Sequence[tuple[str, str]], context: Sequence[str]) -> None:
         self.results = tool_results
-        self.tools, self.context = _Pool(), _Pool()
+        self.tools, self.context = _Pool(), ContextFigures(context)
         for name, content in tool_results:
             self.tools.add_source(content, name)
-        for text in context:
-            self.context.add_text(text, "question")
-        self.tools.freeze(), self.context.freeze()
+        self.tools.freeze()
         self._aggregates: _Pool | None = None
         self._derivable: list[float] | None = None
 
@@ -243,10 +236,10 @@ def _check(figure: Figure, sources: _Sources) -> Check:
     return Check(figure, "none", nearest=tools.nearest(figure.readings[0][0]))
 
 
-def _check_date(figure: Figure, tools: _Pool, context: _Pool) -> Check:
+def _check_date(figure: Figure, tools: _Pool, context: ContextFigures) -> Check:
     shown = figure.date
-    for pool, source in ((tools, "tool"), (context, "question")):
-        for date, origin in pool.dates.items():
+    for dates, source in ((tools.dates, "tool"), (context.dates, "question")):
+        for date, origin in dates.items():
             if shown is not None and _same_day(shown, date):
                 return Check(figure, source, origin)  # type: ignore[arg-type]
     return Check(figure, "none", nearest=", ".join(f"{y:04}-{m:02}-{d:02}" for y, m, d in list(tools.dates)[:3]))
@@ -269,10 +262,11 @@ def check(
 
     `question` (the last user message) only decides whether an answer without figures dropped the one asked for.
     """
+    figures = scan(answer)  # first: the context is read only for a figure no tool result grounds
     sources = _Sources(tool_results, context)
     checks: list[Check] = []
     exempt: list[Figure] = []
-    for figure in scan(answer):
+    for figure in figures:
         if figure.exempt is None:
             checks.append(_check(figure, sources))
         else:
