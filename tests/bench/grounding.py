@@ -1,9 +1,14 @@
-"""bench-grounding: what the grounding check costs per answer, on long tool results (target: < 1 ms median).
+"""bench-grounding: what the grounding check costs per answer, and how that grows with the conversation.
 
 Three answers against the same tool results (a deposit summary and a list of 120 transactions, ~16,000
 characters, twice what the model is shown): a grounded English answer, a grounded Turkish one with a
 derived percentage, and one with three invented figures (the slow path: JSON aggregates are built and every
-derivation is tried and fails).
+derivation is tried and fails). Each is judged (GROUNDING_MODE=warn, as the tool loop does) under a
+conversation of 1, 50 and 200 messages, the earlier ones figure-rich (amounts, percents, dates), in three ways,
+interleaved: `warm` (a conversation under way: the two newest messages are new to the process, the rest were
+sent with the previous request), `cold` (every message new: a first request bringing a long history) and
+`eager`, the check before issue 29 (tests/support/grounding_eager.py), which scanned every message every time.
+Target (issue 29): warm 200 / warm 1 <= 1.5.
 """
 
 from __future__ import annotations
@@ -11,12 +16,15 @@ from __future__ import annotations
 import json
 import os
 import random
+import statistics
 import sys
 import time
 from typing import Any
 
+from agent.checks import mode
 from agent.checks.grounding import check
 from tests.bench.stats import summary_ms
+from tests.support import grounding_eager
 
 
 def tool_results() -> list[tuple[str, str]]:
@@ -52,22 +60,61 @@ def answers(results: list[tuple[str, str]]) -> dict[str, str]:
     }
 
 
+LENGTHS = (1, 50, 200)
+WAYS = ("warm", "cold", "eager")
+
+
+def history(n: int, salt: str) -> list[dict[str, str]]:
+    """`n - 1` earlier messages, user and assistant in turn, each with six figures; then the question."""
+    rng = random.Random(n)
+    said = []
+    for i in range(n - 1):
+        amounts = [f"{rng.uniform(1000, 99999):,.2f}" for _ in range(3)]
+        said.append({"role": ("user", "assistant")[i % 2], "content": f"On 2025-0{1 + i % 9}-1{i % 10} the desk "
+                     f"moved ${amounts[0]} and {amounts[1]} USD ({rng.uniform(1000, 9999):.1f}% of plan), "
+                     f"{rng.randint(1000, 9999)} accounts, fee {amounts[2]} TL. Note {salt}{i}."})  # fmt: skip
+    return [*said, {"role": "user", "content": f"How much was deposited today? ({salt})"}]
+
+
+def judge_once(way: str, answer: str, results: list[tuple[str, str]], conversation: list[dict[str, str]]) -> float:
+    started = time.process_time()  # CPU, not wall time: the machine is shared
+    if way == "eager":
+        grounding_eager.check(answer, results, mode.context_texts(conversation), tools_called=True)
+    else:
+        mode.judge("warn", answer, results, conversation, tools_called=True)
+    return time.process_time() - started
+
+
+def conversation_for(way: str, n: int, i: int) -> list[dict[str, str]]:
+    """warm: only the last answer and the new question differ from the previous request; cold: all differ."""
+    if way == "cold":
+        return history(n, f"cold{i}-")
+    base = history(n, "w-")
+    fresh = [{**m, "content": f"{m['content']} (turn {i})"} for m in base[-2:]]
+    return [*base[:-2], *fresh] if n > 1 else fresh
+
+
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 60
     results = tool_results()
     chars = sum(len(text) for _, text in results)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"bench-grounding: {n} checks per answer, tool results {chars} characters, load average {load}")
+    print(f"bench-grounding: {n} checks per cell (CPU time), tool results {chars} characters, load average {load}")
     for name, answer in answers(results).items():
+        times: dict[tuple[str, int], list[float]] = {(w, k): [] for w in WAYS for k in LENGTHS}
+        for k in LENGTHS:  # warm: the earlier messages were sent with the request before
+            mode.judge("warn", answer, results, history(k, "w-"), tools_called=True)
+        for i in range(n):
+            for way in WAYS:
+                for k in LENGTHS:
+                    times[way, k].append(judge_once(way, answer, results, conversation_for(way, k, i)))
         verdict = check(answer, results, ["How much was deposited today?"], tools_called=True)
-        times = []
-        for _ in range(n):
-            started = time.perf_counter()
-            check(answer, results, ["How much was deposited today?"], tools_called=True)
-            times.append(time.perf_counter() - started)
-        best = min(times) * 1000
-        print(f"  {name:12} {summary_ms(times)}   min {best:5.2f} ms   -> {verdict.status}, "
-              f"{len(verdict.ungrounded)} ungrounded")  # fmt: skip
+        print(f"  {name}  -> {verdict.status}, {len(verdict.ungrounded)} ungrounded")
+        for way in WAYS:
+            cells = "   ".join(f"{k:3} msgs {statistics.median(times[way, k]) * 1000:6.2f} ms" for k in LENGTHS)
+            ratio = statistics.median(times[way, 200]) / statistics.median(times[way, 1])
+            print(f"    {way:5}  {cells}   200/1 = {ratio:4.2f}x" + ("   (target <= 1.5x)" if way == "warm" else ""))
+        print(f"    p99 warm 200 msgs: {summary_ms(times['warm', 200])}")
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.checks import grounding_legacy
 from agent.checks.grounding import check
+from tests.support import grounding_eager
 
 
 def _tr(value: float) -> str:
@@ -66,7 +66,7 @@ def cases(draw: st.DrawFn) -> tuple[str, list[tuple[str, str]], list[str], str]:
 def test_new_and_old_verdicts_agree(case: tuple[str, list[tuple[str, str]], list[str], str], called: bool) -> None:
     answer, results, history, question = case
     new = check(answer, results, [question, *history], tools_called=called, question=question)
-    old = grounding_legacy.check(answer, results, [question, *history], tools_called=called, question=question)
+    old = grounding_eager.check(answer, results, [question, *history], tools_called=called, question=question)
     assert new.as_dict() == old.as_dict()
 
 
@@ -75,7 +75,7 @@ def test_new_and_old_verdicts_agree(case: tuple[str, list[tuple[str, str]], list
 def test_a_repeated_conversation_is_judged_alike_from_the_cache(case: tuple[str, list[tuple[str, str]], list[str], str]) -> None:
     answer, results, history, question = case
     first = check(answer, results, history, tools_called=True, question=question)
-    again = check(answer, results, [str(t) for t in history], tools_called=True, question=question)
-    assert first.as_dict() == again.as_dict() == grounding_legacy.check(
+    again = check(answer, results, [t.encode().decode() for t in history], tools_called=True, question=question)
+    assert first.as_dict() == again.as_dict() == grounding_eager.check(
         answer, results, history, tools_called=True, question=question
     ).as_dict()

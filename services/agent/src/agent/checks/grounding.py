@@ -238,10 +238,11 @@ def _check(figure: Figure, sources: _Sources) -> Check:
 
 def _check_date(figure: Figure, tools: _Pool, context: ContextFigures) -> Check:
     shown = figure.date
-    for dates, source in ((tools.dates, "tool"), (context.dates, "question")):
-        for date, origin in dates.items():
+    pools: tuple[tuple[_Pool | ContextFigures, Source], ...] = ((tools, "tool"), (context, "question"))
+    for pool, source in pools:
+        for date, origin in pool.dates.items():  # the client's texts are read only if no tool date matches
             if shown is not None and _same_day(shown, date):
-                return Check(figure, source, origin)  # type: ignore[arg-type]
+                return Check(figure, source, origin)
     return Check(figure, "none", nearest=", ".join(f"{y:04}-{m:02}-{d:02}" for y, m, d in list(tools.dates)[:3]))
 
 

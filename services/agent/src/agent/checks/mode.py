@@ -49,8 +49,7 @@ def judge(
     *,
     tools_called: bool,
 ) -> Outcome:
-    users = [str(m.get("content") or "") for m in conversation if m.get("role") == "user"]
-    question = users[-1] if users else ""
+    question = next((str(m.get("content") or "") for m in reversed(conversation) if m.get("role") == "user"), "")
     verdict = check(answer, tool_results, context_texts(conversation), tools_called=tools_called, question=question)
     metrics.GROUNDING_CHECKS.labels(verdict.status).inc()
     for item in verdict.ungrounded:

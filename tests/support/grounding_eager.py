@@ -1,5 +1,6 @@
-"""The grounding check as it was before issue 29: every client text scanned on every request. Kept only until
-the equivalence tests (tests/unit/agent/checks/test_grounding_equivalence.py) have shown the new path agrees."""
+"""The grounding check as it was before issue 29, every client text scanned into one pool on every request: the
+reference the check whose cost follows the answer is compared with (tests/unit/agent/checks/
+test_grounding_equivalence.py) and measured against (scripts/bench-grounding). Not shipped."""
 
 from __future__ import annotations
 
