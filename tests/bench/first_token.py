@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import statistics
 import time
@@ -30,6 +31,7 @@ TOKEN_DELAY = 0.004
 ANSWER = " ".join(f"word{i}" for i in range(30)) + "."
 REASONING = "Okay, the user asks for the words; I should list them in order and add nothing else at all. </think>\n\n"
 MODELS = ["qwen3:4b", "qwen3:8b"]
+ANSWER_WORD = re.compile(r"word[0-9]")  # the reasoning says "words": not an answer token
 # A peer's own calls out (the bridge asks PyPI for updates at start) go to a closed loopback port and fail fast.
 PEER_KEY = "sk-bench-" + secrets.token_hex(8)
 LOOPBACK_ONLY = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"}
@@ -56,14 +58,14 @@ def timed(http: httpx.Client, url: str, body: dict[str, object], first: Callable
 
 def ollama_text(line: str) -> bool:
     """An /api/chat line carrying an answer word (the scripted answer's words are `word0`…, the reasoning's not)."""
-    return bool(line.strip()) and "word" in ((json.loads(line).get("message") or {}).get("content") or "")
+    return bool(line.strip()) and ANSWER_WORD.search((json.loads(line).get("message") or {}).get("content") or "") is not None
 
 
 def sse_text(line: str) -> bool:
     if not line.startswith("data: {"):
         return False
     choices = json.loads(line.removeprefix("data: ")).get("choices") or [{}]
-    return "word" in ((choices[0].get("delta") or {}).get("content") or "")
+    return ANSWER_WORD.search((choices[0].get("delta") or {}).get("content") or "") is not None
 
 
 def chat(model: str, question: str = "list the words") -> dict[str, object]:
