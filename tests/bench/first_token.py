@@ -34,7 +34,8 @@ MODELS = ["qwen3:4b", "qwen3:8b"]
 ANSWER_WORD = re.compile(r"word[0-9]")  # the reasoning says "words": not an answer token
 # A peer's own calls out (the bridge asks PyPI for updates at start) go to a closed loopback port and fail fast.
 PEER_KEY = "sk-bench-" + secrets.token_hex(8)
-LOOPBACK_ONLY = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"}
+CLOSED = "http://127.0.0.1:9"
+LOOPBACK_ONLY = {"HTTP_PROXY": CLOSED, "HTTPS_PROXY": CLOSED, "NO_PROXY": "127.0.0.1,localhost"}
 Timing = tuple[float, float]  # (first answer token, end of the round), seconds from the request
 
 
@@ -58,7 +59,9 @@ def timed(http: httpx.Client, url: str, body: dict[str, object], first: Callable
 
 def ollama_text(line: str) -> bool:
     """An /api/chat line carrying an answer word (the scripted answer's words are `word0`…, the reasoning's not)."""
-    return bool(line.strip()) and ANSWER_WORD.search((json.loads(line).get("message") or {}).get("content") or "") is not None
+    if not line.strip():
+        return False
+    return ANSWER_WORD.search((json.loads(line).get("message") or {}).get("content") or "") is not None
 
 
 def sse_text(line: str) -> bool:
@@ -80,8 +83,12 @@ def peers(fake_url: str, stack: ExitStack) -> Iterator[dict[str, tuple[str, dict
         bin_dir = Path(venv) / "bin"
         if (bin_dir / "litellm").exists():
             port = free_port()
-            env = {**LOOPBACK_ONLY, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR",
-                   "LITELLM_MASTER_KEY": PEER_KEY}  # it refuses to start without one
+            env = {
+                **LOOPBACK_ONLY,
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                "LITELLM_LOG": "ERROR",
+                "LITELLM_MASTER_KEY": PEER_KEY,
+            }  # it refuses to start without one
             cmd = [str(bin_dir / "litellm"), "--model", "ollama_chat/qwen3:8b", "--api_base", fake_url,
                    "--host", "127.0.0.1", "--port", str(port), "--telemetry", "False"]  # fmt: skip
             stack.enter_context(running(cmd, env=env, ready_url=f"http://127.0.0.1:{port}/health/liveliness",
@@ -93,7 +100,8 @@ def peers(fake_url: str, stack: ExitStack) -> Iterator[dict[str, tuple[str, dict
             config.write_text(json.dumps({"mcpServers": {}}))
             cmd = [str(bin_dir / "ollama-mcp-bridge"), "--config", str(config), "--host", "127.0.0.1",
                    "--port", str(port), "--ollama-url", fake_url]  # fmt: skip
-            stack.enter_context(running(cmd, env=LOOPBACK_ONLY, ready_url=f"http://127.0.0.1:{port}/health", timeout=120))
+            ready = f"http://127.0.0.1:{port}/health"
+            stack.enter_context(running(cmd, env=LOOPBACK_ONLY, ready_url=ready, timeout=120))
             found["ollama-mcp-bridge 0.12.2"] = (f"http://127.0.0.1:{port}/api/chat", chat("qwen3:8b"), ollama_text)
     yield found
 
@@ -132,8 +140,8 @@ def run(fake_url: str, agent_url: str, n: int) -> None:
 def report(times: dict[str, list[Timing]], peer_names: list[str]) -> None:
     plain, reasoned = ([t for t, _ in times[k]] for k in ("model itself (/api/chat)", "model itself, reasoning first"))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"first answer token: scripted round of {len(ANSWER.split())} words, a token every {TOKEN_DELAY * 1000:g} ms, "
-          f"THINK=false, load average {load}")  # fmt: skip
+    words, delay = len(ANSWER.split()), TOKEN_DELAY * 1000
+    print(f"first answer token: scripted round of {words} words, a token every {delay:g} ms, THINK=false, load {load}")
     added: dict[str, float] = {}
     for name, rows in times.items():
         fraction = statistics.median(t / end for t, end in rows)

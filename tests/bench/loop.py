@@ -85,5 +85,6 @@ def main() -> None:
         print(f"  agent overhead per round         {summary_ms(overhead)}   (target: median < 10 ms)")
         first_token.run(o_url, a_url, max(20, n // 10))
 
+
 if __name__ == "__main__":
     main()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agent.checks import context
+from agent.checks import context, figures
 from agent.checks.figures import Figure
 from agent.checks.grounding import check
 
@@ -17,7 +17,7 @@ TOOLS = [("depozit_ozeti", json.dumps({"count": 42, "total_usd": 12345.67, "day"
 def scanned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every text the context index scans, in order (the cache starts empty)."""
     seen: list[str] = []
-    real = context.scan
+    real = figures.scan
 
     def counting(text: str) -> list[Figure]:
         seen.append(text)
@@ -45,7 +45,8 @@ def test_each_text_is_scanned_once_across_requests(scanned: list[str]) -> None:
     assert len(scanned) == 50
     scanned.clear()
     new_turn = "b turn 50: and 9,999.99 USD"
-    again = check("We moved 7,003.50 USD.", TOOLS, [*[t.encode().decode() for t in earlier], new_turn], tools_called=True)
+    resent = [t.encode().decode() for t in earlier]  # the same texts, as new objects: a client sends them again
+    again = check("We moved 7,003.50 USD.", TOOLS, [*resent, new_turn], tools_called=True)
     assert [c.source for c in again.checks] == ["question"]
     assert scanned == [new_turn]  # the 50 earlier texts came from the index
 

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from agent.checks.grounding import check
 from tests.support import grounding_eager
 
+Case = tuple[str, list[tuple[str, str]], list[str], str]  # answer, tool results, history, question
+
 
 def _tr(value: float) -> str:
     return f"{value:,.2f}".replace(",", "_").replace(".", ",").replace("_", ".")
@@ -41,18 +43,21 @@ def text(values: list[float]) -> st.SearchStrategy[str]:
 
 
 @st.composite
-def cases(draw: st.DrawFn) -> tuple[str, list[tuple[str, str]], list[str], str]:
+def cases(draw: st.DrawFn) -> Case:
     values = draw(st.lists(st.one_of(st.integers(0, 99_999).map(float), st.floats(0, 99_999).map(
         lambda f: round(f, 2))), min_size=1, max_size=8))  # fmt: skip
     shown = draw(st.lists(st.sampled_from(values), max_size=5))
     rows = [{"id": f"TX-{i}", "amount_usd": v, "date": "2026-12-03"} for i, v in enumerate(shown)]
+
+    def summary(total: float) -> tuple[str, str]:
+        return "depozit_ozeti", json.dumps({"count": len(rows), "total_usd": total})
+
     results = draw(
         st.lists(
             st.one_of(
                 st.just(("islem_listesi", json.dumps(rows))),
                 st.builds(lambda t: ("sistem_bilgisi", t), text(values)),
-                st.builds(lambda v: ("depozit_ozeti", json.dumps({"count": len(rows), "total_usd": v})),
-                          st.sampled_from(values)),  # fmt: skip
+                st.builds(summary, st.sampled_from(values)),
             ),
             max_size=3,
         )
@@ -63,7 +68,7 @@ def cases(draw: st.DrawFn) -> tuple[str, list[tuple[str, str]], list[str], str]:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(), st.booleans())
-def test_new_and_old_verdicts_agree(case: tuple[str, list[tuple[str, str]], list[str], str], called: bool) -> None:
+def test_new_and_old_verdicts_agree(case: Case, called: bool) -> None:
     answer, results, history, question = case
     new = check(answer, results, [question, *history], tools_called=called, question=question)
     old = grounding_eager.check(answer, results, [question, *history], tools_called=called, question=question)
@@ -72,10 +77,12 @@ def test_new_and_old_verdicts_agree(case: tuple[str, list[tuple[str, str]], list
 
 @settings(max_examples=40, deadline=None)
 @given(cases())
-def test_a_repeated_conversation_is_judged_alike_from_the_cache(case: tuple[str, list[tuple[str, str]], list[str], str]) -> None:
+def test_a_repeated_conversation_is_judged_alike_from_the_cache(case: Case) -> None:
     answer, results, history, question = case
     first = check(answer, results, history, tools_called=True, question=question)
     again = check(answer, results, [t.encode().decode() for t in history], tools_called=True, question=question)
-    assert first.as_dict() == again.as_dict() == grounding_eager.check(
-        answer, results, history, tools_called=True, question=question
-    ).as_dict()
+    assert (
+        first.as_dict()
+        == again.as_dict()
+        == grounding_eager.check(answer, results, history, tools_called=True, question=question).as_dict()
+    )
