@@ -63,8 +63,10 @@ class Policy:
         return next((role for role in self.roles if role in wanted), None)
 
     def role_for_user(self, user: str) -> str | None:
-        """The role of the first `users:` entry (in file order) matching a front-end's user, if any."""
-        return next((role for pattern, role in self.users.items() if fnmatchcase(user.lower(), pattern.lower())), None)
+        """The role of the first `users:` entry (in file order) matching a front-end's user, if any. Case is
+        ignored for A-Z only: Unicode case rules would make other names match (`\u212a` KELVIN SIGN lowers to `k`)."""
+        name = ascii_lower(user)
+        return next((role for pattern, role in self.users.items() if fnmatchcase(name, ascii_lower(pattern))), None)
 
     def unknown_tools(self, available: Iterable[str]) -> list[str]:
         """Tool names the policy grants that are not in `available` (sorted)."""
@@ -113,3 +115,11 @@ def load_policy(path: Path | None = None, setting: str = "AGENT_POLICY_FILE") ->
     except yaml.YAMLError as exc:
         raise PolicyError(f"{source}: not valid YAML: {exc}") from exc
     return parse_policy(data, source)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def ascii_lower(text: str) -> str:
+    """`text` with A-Z lowered and every other character as it is (e-mail addresses compare this way)."""
+    return text.translate(_ASCII_LOWER)

@@ -143,7 +143,15 @@ class Settings(BaseSettings):
     frontend_user_headers: str = "X-OpenWebUI-User-Email,X-OpenWebUI-User-Id"
     """a front-end key (`agent-admin keys add … --frontend`) names its end user in the first of these headers that
     is set (Open WebUI with `ENABLE_FORWARD_USER_INFO_HEADERS=true`); other callers' headers are ignored
-    ([security.md](security.md#users-of-a-chat-front-end-open-webui))"""
+    ([security.md](security.md#users-of-a-chat-front-end-open-webui)); ignored while `FRONTEND_JWT_SECRET` is set"""
+    frontend_jwt_secret: SecretStr | None = None
+    """set: a front-end key's end user is believed only from a signed token (Open WebUI's
+    `FORWARD_USER_INFO_HEADER_JWT_SECRET`, the same value: HS256, issuer `open-webui`, unexpired) in
+    `FRONTEND_JWT_HEADER`; plain user headers are then ignored ([open-webui.md](open-webui.md#signed-identity))"""
+    frontend_jwt_secret_file: Path | None = None
+    """a file holding `FRONTEND_JWT_SECRET`, re-read when it changes (compose: written by `secrets-init`)"""
+    frontend_jwt_header: str = "X-OpenWebUI-User-Jwt"
+    """the header carrying a front-end's signed user token"""
     rate_limit_per_minute: int = Field(default=30, ge=0)
     """chat requests per user per minute (`0` off)"""
     rate_limit_backend: Literal["auto", "redis", "memory"] = "auto"
@@ -195,6 +203,7 @@ class Settings(BaseSettings):
     @field_validator(
         "redis_username",
         "redis_password_file",
+        "frontend_jwt_secret_file",
         "redis_tls_ca_file",
         "redis_tls_cert_file",
         "redis_tls_key_file",
@@ -212,6 +221,10 @@ class Settings(BaseSettings):
     def mcp_token_source(self) -> RotatingSecret:
         """The MCP token, re-read when MCP_TOKEN_FILE changes: a rotation reaches the running API."""
         return RotatingSecret(self.mcp_token, self.mcp_token_file, "MCP_TOKEN")
+
+    def frontend_jwt_source(self) -> RotatingSecret:
+        """The front-end token secret, re-read when FRONTEND_JWT_SECRET_FILE changes (a rotation needs no restart)."""
+        return RotatingSecret(self.frontend_jwt_secret, self.frontend_jwt_secret_file, "FRONTEND_JWT_SECRET")
 
     def model_endpoint(self) -> str:
         return (self.model_url or self.ollama_url).rstrip("/")

@@ -16,6 +16,7 @@ import pytest
 
 from agent.security import admin as cli
 from agent.security.audit import AuditLog
+from agent.security.auth import KeyStore
 from agent.settings import get_settings
 
 AUDIT_KEY = "admin-test-audit-key-0123456789"
@@ -133,3 +134,33 @@ def test_frontend_key_is_created_once_flagged_and_written_for_the_front_end(
     out.unlink()  # the front-end lost its copy: a fresh key replaces the old one, which stops working
     admin("keys", "frontend", "openwebui", "--role", "guest", "--out", str(out))
     assert out.read_text().strip() != key and admin("keys", "list").stdout.count("openwebui") == 1
+
+
+def test_frontend_key_role_changes_in_place_and_unknown_roles_are_refused_with_the_known_ones(
+    admin: Callable[..., Result], tmp_path: Path
+) -> None:
+    out = tmp_path / "webui" / "key"
+    admin("keys", "frontend", "openwebui", "--role", "guest", "--out", str(out))
+    key = out.read_text().strip()
+    changed = admin("keys", "frontend", "openwebui", "--role", "support", "--out", str(out))
+    assert changed.returncode == 0 and "guest -> support" in changed.stdout
+    assert out.read_text().strip() == key and "openwebui\tsupport" in admin("keys", "list").stdout  # same key
+    unknown = admin("keys", "frontend", "openwebui", "--role", "boss", "--out", str(out))
+    assert unknown.returncode != 0 and "known roles: admin" in unknown.stderr and "guest" in unknown.stderr
+    assert "openwebui\tsupport" in admin("keys", "list").stdout  # nothing changed
+
+
+def test_frontend_key_rotation_refuses_the_old_key_and_keeps_the_role(
+    admin: Callable[..., Result], tmp_path: Path
+) -> None:
+    out = tmp_path / "webui" / "key"
+    admin("keys", "frontend", "openwebui", "--role", "support", "--out", str(out))
+    old = out.read_text().strip()
+    rotated = admin("keys", "frontend", "openwebui", "--out", str(out), "--rotate")
+    new = out.read_text().strip()
+    assert rotated.returncode == 0 and new != old and "old key is refused" in rotated.stdout
+    store = KeyStore(tmp_path / "keys.yaml")
+    assert store.lookup(old) is None
+    entry = store.lookup(new)
+    assert entry is not None and (entry.name, entry.role, entry.frontend) == ("openwebui", "support", True)
+    assert admin("keys", "frontend", "newfront", "--out", str(tmp_path / "k2")).returncode != 0  # no role yet

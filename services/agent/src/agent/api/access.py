@@ -26,6 +26,7 @@ from agent.mcp_client import identity_var, request_id_var
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.auth import Authenticator, Identity
 from agent.security.flood import FLOOD_STATUSES, FloodGate
+from agent.security.names import RefusedName, escaped
 from agent.security.privacy import Pseudonymizer, pseudonymizer
 from agent.security.ratelimit import RateLimiter, enforce, make_limiter
 from agent.settings import Settings
@@ -94,7 +95,7 @@ async def guard(request: Request) -> None:
         return
     security: Security = request.app.state.security
     try:
-        identity = security.authenticator.authenticate(request)
+        identity = security.authenticator.authenticate(request, chat=request.url.path in CHAT_PATHS)
     except Unauthorized:
         metrics.REJECTED.labels("unauthorized").inc()
         raise
@@ -219,6 +220,8 @@ def audit_failure(request: Request, exc: AgentError) -> None:
         return
     if request.url.path in CHAT_PATHS or exc.status in (401, 403):
         record = _base_record(request, exc.status, exc.code or type(exc).__name__)
+        if isinstance(exc, RefusedName):  # who it claimed to be, as received, readable in any terminal
+            record["claimed_user"] = escaped(exc.received)
         security: Security = request.app.state.security
         if exc.status in FLOOD_STATUSES and not security.flood.admit(str(record["client"]), exc.status):
             request.state.audited = True  # counted: written in the window's `refusals_suppressed` summary

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -16,7 +15,8 @@ from typing import TypeVar
 from agent import cli
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.audit_check import query, verify
-from agent.security.auth import add_key, key_hash, read_keys, revoke_key
+from agent.security.auth import add_key, read_keys, revoke_key
+from agent.security.frontend_keys import frontend_key
 from agent.security.privacy import pseudonymizer
 from agent.settings import Settings, get_settings
 from agent_contract.policy import PolicyError, load_policy
@@ -42,11 +42,15 @@ def _parser() -> argparse.ArgumentParser:
         help="a chat front-end's key (Open WebUI): it may name its end users, whose roles come from the policy",
     )
     front = keys.add_parser(
-        "frontend", help="make sure the front-end key NAME exists and its key is in --out (compose `webui` profile)"
+        "frontend",
+        help="make sure the front-end key NAME exists with --role and its key is in --out (compose `webui` profile)",
     )
     front.add_argument("name")
-    front.add_argument("--role", required=True, help="role of the users the policy's `users:` does not map")
+    front.add_argument(
+        "--role", help="role of the users the policy's `users:` does not map (changes an existing key's role)"
+    )
     front.add_argument("--out", type=Path, required=True, help="file the front-end reads its key from")
+    front.add_argument("--rotate", action="store_true", help="replace the key: the old one is refused at once")
     listing = keys.add_parser("list", help="names, roles and hash prefixes (never keys)")
     revoke = keys.add_parser("revoke", help="delete a key by name")
     revoke.add_argument("name")
@@ -82,12 +86,7 @@ def keys_command(args: argparse.Namespace, settings: Settings) -> int:
         if args.action == "bootstrap" and read_keys(path):
             print(f"agent-admin: {path} already holds keys; no key created")
             return 0
-        try:
-            roles = load_policy(settings.agent_policy_file).roles
-        except PolicyError as exc:
-            raise cli.UsageError(str(exc)) from exc
-        if args.role not in roles:
-            raise cli.UsageError(f"role {args.role!r} is not in the policy ({', '.join(roles)})")
+        _known_role(settings, args.role)
         frontend = bool(getattr(args, "frontend", False))
         key = _write(path, lambda: add_key(path, args.name, args.role, frontend=frontend))
         print(
@@ -96,7 +95,9 @@ def keys_command(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 0
     if args.action == "frontend":
-        return _frontend_key(path, args.name, args.role, args.out)
+        if args.role is not None:
+            _known_role(settings, args.role)
+        return _write(path, lambda: frontend_key(path, args.name, args.role, args.out, rotate=args.rotate))
     if args.action == "revoke":
         if not _write(path, lambda: revoke_key(path, args.name)):
             raise cli.UsageError(f"no key named {args.name!r} (agent-admin keys list shows the names)")
@@ -108,25 +109,14 @@ def keys_command(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _frontend_key(path: Path, name: str, role: str, out: Path) -> int:
-    """Idempotent: a front-end key whose secret sits in `out` (a volume only the front-end mounts)."""
-    known = {e.name: e for e in read_keys(path)}
-    if (
-        out.is_file()
-        and name in known
-        and known[name].frontend
-        and key_hash(out.read_text().strip()) == known[name].sha256
-    ):
-        print(f"agent-admin: front-end key {name!r} already in place")
-        return 0
-    revoke_key(path, name)
-    key = add_key(path, name, role, frontend=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(key + "\n")
-    print(f"agent-admin: front-end key {name!r} (role {role}) written to {out}")
-    return 0
+def _known_role(settings: Settings, role: str) -> None:
+    """A role the policy defines, else a usage error listing the ones it does."""
+    try:
+        roles = load_policy(settings.agent_policy_file).roles
+    except PolicyError as exc:
+        raise cli.UsageError(str(exc)) from exc
+    if role not in roles:
+        raise cli.UsageError(f"role {role!r} is not in the policy; known roles: {', '.join(roles)}")
 
 
 def _write(path: Path, change: Callable[[], T]) -> T:

@@ -1,10 +1,13 @@
 """Who is calling: API keys (stored only as SHA-256 hashes), SSO headers from trusted proxies, or nobody.
 
 AGENT_AUTH=api_key         Authorization: Bearer <key>, looked up by hash in AGENT_KEYS_FILE; a key flagged
-                           `frontend` (a chat front-end such as Open WebUI) may name its end user in
-                           FRONTEND_USER_HEADERS, whose role then comes from the policy's `users:`
+                           `frontend` (a chat front-end such as Open WebUI) may name its end user, whose role
+                           then comes from the policy's `users:`: in a signed token when FRONTEND_JWT_SECRET
+                           is set (agent.security.signed), else in FRONTEND_USER_HEADERS
 AGENT_AUTH=trusted_header  user and groups from headers, accepted only from TRUSTED_PROXIES
 AGENT_AUTH=none            everyone is "anonymous" with ANONYMOUS_ROLE
+
+Every user name is taken exactly as received or refused (agent.security.names): never cleaned into another.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ from fastapi import Request
 
 from agent.errors import Unauthorized
 from agent.security.forwarded import client_address, is_trusted, parse_networks, split_groups
+from agent.security.names import from_header
+from agent.security.signed import SignedUsers
 from agent.settings import Settings
 from agent_contract.policy import ROLE_NAME, Policy
 
 log = structlog.get_logger("agent.security.auth")
 KEY_PREFIX = "la-"
-MAX_USER_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -171,12 +175,14 @@ class KeyStore:
 
 
 class Authenticator:
-    """Turns a request into an Identity or raises Unauthorized (401) without saying which part was wrong."""
+    """Turns a request into an Identity or raises Unauthorized (401): a key is only "invalid" (never which part
+    was wrong); a refused user name or front-end token says why, for the operator wiring the front-end."""
 
     def __init__(self, settings: Settings, policy: Policy) -> None:
         self.settings, self.policy = settings, policy
         self.keys = KeyStore(settings.agent_keys_file)
         self.proxies = parse_networks(settings.trusted_proxies)
+        self.signed = SignedUsers(settings)
 
     def startup_warnings(self) -> list[str]:
         mode = self.settings.agent_auth
@@ -191,7 +197,8 @@ class Authenticator:
             return [f"AGENT_AUTH=none: every caller gets role {self.settings.anonymous_role!r}."]
         return []
 
-    def authenticate(self, request: Request) -> Identity:
+    def authenticate(self, request: Request, chat: bool = False) -> Identity:
+        """`chat`: the request asks the model, so a front-end that signs its users must name one."""
         peer = request.client.host if request.client else ""
         client = client_address(peer, request.headers.get("x-forwarded-for"), self.proxies)
         mode = self.settings.agent_auth
@@ -199,47 +206,50 @@ class Authenticator:
             return Identity("anonymous", self.settings.anonymous_role, "none", client)
         if mode == "trusted_header":
             return self._from_proxy(request, peer, client)
-        return self._from_key(request, client)
+        return self._from_key(request, client, chat)
 
     def client_of(self, request: Request) -> str:
         """The audited client address of a request that has no identity (yet)."""
         peer = request.client.host if request.client else ""
         return client_address(peer, request.headers.get("x-forwarded-for"), self.proxies)
 
-    def _from_key(self, request: Request, client: str) -> Identity:
+    def _from_key(self, request: Request, client: str, chat: bool) -> Identity:
         scheme, _, key = (request.headers.get("authorization") or "").partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
             raise Unauthorized("Missing API key: send `Authorization: Bearer <key>`.", code="missing_api_key")
         entry = self.keys.lookup(key.strip())
         if entry is None:
             raise Unauthorized("Invalid API key.", code="invalid_api_key")
-        end_user = self._end_user(request) if entry.frontend else ""
+        end_user = self._end_user(request, chat) if entry.frontend else ""
         if end_user:  # the front-end's role header is never read: the operator's policy decides
             return Identity(end_user, self.policy.role_for_user(end_user) or entry.role, "frontend", client, entry.name)
         return Identity(entry.name, entry.role, "api_key", client)
 
-    def _end_user(self, request: Request) -> str:
-        """The first non-empty FRONTEND_USER_HEADERS value (Open WebUI: its user's e-mail, else id)."""
+    def _end_user(self, request: Request, chat: bool) -> str:
+        """The signed token's user when FRONTEND_JWT_SECRET is set (plain headers ignored; a chat without a token
+        is refused, a model listing without one is the front-end itself), else the first non-empty
+        FRONTEND_USER_HEADERS value (Open WebUI: its user's e-mail, else id)."""
+        if self.signed.enabled:
+            user = self.signed.end_user(request)
+            if user is None and chat:
+                raise self.signed.missing()
+            return user or ""
         for header in self.settings.frontend_user_headers.split(","):
-            value = _clean(request.headers.get(header.strip(), "")) if header.strip() else ""
-            if value:
-                return value
+            raw = request.headers.get(header.strip(), "") if header.strip() else ""
+            if raw:
+                return from_header(raw, f"the front-end's {header.strip()} header")
         return ""
 
     def _from_proxy(self, request: Request, peer: str, client: str) -> Identity:
         if not is_trusted(peer, self.proxies):
             raise Unauthorized("Requests must come through the intranet's SSO proxy.", code="untrusted_proxy")
-        user = _clean(request.headers.get(self.settings.auth_user_header, ""))
+        raw = request.headers.get(self.settings.auth_user_header, "")
+        user = from_header(raw, f"the SSO proxy's {self.settings.auth_user_header} header") if raw else ""
         if not user:
             raise Unauthorized("The SSO proxy sent no user.", code="missing_user")
         raw = _utf8(request.headers.get(self.settings.auth_groups_header, ""))
         role = self.policy.role_for_groups(split_groups(raw)) or self.settings.anonymous_role
         return Identity(user, role, "trusted_header", client)
-
-
-def _clean(value: str) -> str:
-    """A user name from a header: UTF-8, printable characters only, bounded."""
-    return "".join(ch for ch in _utf8(value) if ch.isprintable()).strip()[:MAX_USER_CHARS]
 
 
 def _utf8(value: str) -> str:
