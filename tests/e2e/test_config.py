@@ -226,33 +226,42 @@ def panel_queries() -> list[tuple[str, str]]:
     ]
 
 
-def test_webui_profile_is_offline_pinned_and_names_users_through_a_frontend_key(base: dict[str, Any]) -> None:
+def test_webui_profile_is_offline_pinned_closed_and_names_users_in_signed_tokens(base: dict[str, Any]) -> None:
     assert "open-webui" not in base["services"]  # optional: only with the profile
     services = config("docker-compose.yml", profiles="webui")["services"]
-    webui, key = services["open-webui"], services["webui-key"]
+    webui, key, api = services["open-webui"], services["webui-key"], services["agent-api"]
     assert re.fullmatch(r".+:v\d+\.\d+\.\d+", webui["image"])
     env = webui["environment"]
     assert env["OLLAMA_BASE_URL"] == "http://agent-api:8000" and env["ENABLE_FORWARD_USER_INFO_HEADERS"] == "true"
     offline = {"OFFLINE_MODE": "true", "HF_HUB_OFFLINE": "1", "ENABLE_VERSION_UPDATE_CHECK": "false"}
     assert offline.items() <= env.items() and env["ANONYMIZED_TELEMETRY"] == "false"
-    assert not any("KEY" in name and value for name, value in env.items())  # the key comes from the volume
+    people = {"ENABLE_SIGNUP": "false", "BYPASS_MODEL_ACCESS_CONTROL": "true", "ENABLE_PLUGINS": "false"}
+    assert people.items() <= env.items() and env["ENABLE_PERSISTENT_CONFIG"] == "false"
+    assert not any(("KEY" in n or "SECRET" in n or "PASSWORD" in n) and v for n, v in env.items())  # from volumes
     assert key["command"][:4] == ["agent-admin", "keys", "frontend", "openwebui"]
     mounts = {v["source"]: v for v in webui["volumes"] if v["type"] == "volume"}
-    assert mounts["webui-secret"]["read_only"] is True and "webui-secret" not in str(services["agent-api"]["volumes"])
+    assert all(mounts[v]["read_only"] for v in ("webui-secret", "frontend-secret", "webui-admin-secret"))
+    assert "webui-secret" not in str(api["volumes"]) and "webui-admin-secret" not in str(api["volumes"])
+    assert api["environment"]["FRONTEND_JWT_SECRET_FILE"] == "/run/local-agent/frontend/jwt_secret"
     assert [p["target"] for p in webui["ports"]] == [8080] and list(webui["networks"]) == ["edge"]
 
 
-def test_webui_session_secret_is_kept_on_its_data_volume(base: dict[str, Any], tmp_path: Path) -> None:
-    """The profile's entrypoint run by bash with its two mounts moved into tmp dirs: the secret it exports is
-    created once on the data volume and the same on the next start (a recreated container keeps sessions)."""
+def test_webui_entrypoint_reads_the_secret_files_and_keeps_the_session_secret(
+    base: dict[str, Any], tmp_path: Path
+) -> None:
+    """The profile's entrypoint script with its mounts moved into tmp dirs: it exports the key, the token secret
+    and the admin password from the files, and the session secret it makes once on the data volume stays."""
     webui = config("docker-compose.yml", profiles="webui")["services"]["open-webui"]
     assert "/app/backend/data" in [v["target"] for v in webui["volumes"] if v["source"] == "open-webui-data"]
-    script = webui["entrypoint"][-1].replace("$$", "$")
-    (tmp_path / "key").write_text("frontend-key")
-    data = tmp_path / "data"
-    data.mkdir()
-    script = script.replace("/run/local-agent/webui/key", str(tmp_path / "key")).replace("/app/backend/data", str(data))
-    script = script.replace("exec bash start.sh", 'echo "$WEBUI_SECRET_KEY"; echo "$OLLAMA_API_CONFIGS"')
-    first, second = (run(["bash", "-c", script]).stdout.splitlines() for _ in range(2))
+    script = next(v["source"] for v in webui["volumes"] if v["target"] == webui["entrypoint"][-1])
+    files = {"webui/key": "frontend-key", "frontend/jwt_secret": "s" * 64, "webui-admin/password": "pw"}
+    for name, value in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(value + "\n")
+    env = {"LOCAL_AGENT_SECRETS": str(tmp_path), "DATA_DIR": str(tmp_path / "data"), "WEBUI_ADMIN_EMAIL": "a@x"}
+    names = ("WEBUI_SECRET_KEY", "OLLAMA_API_CONFIGS", "FORWARD_USER_INFO_HEADER_JWT_SECRET", "WEBUI_ADMIN_PASSWORD")
+    show = "; ".join(f'echo "${name}"' for name in names)
+    first, second = (run(["bash", script, "bash", "-c", show], env=env).stdout.splitlines() for _ in range(2))
     assert first == second and len(first[0]) >= 40 and json.loads(first[1]) == {"0": {"key": "frontend-key"}}
-    assert (data / ".webui_secret_key").stat().st_mode & 0o077 == 0
+    assert first[2:] == ["s" * 64, "pw"]
+    assert (tmp_path / "data/.webui_secret_key").stat().st_mode & 0o077 == 0

@@ -1,10 +1,13 @@
-"""A real Open WebUI (PyPI, pinned, cached venv from scripts/webui-venv) in front of the agent, on loopback.
+"""The shipped `webui` profile: a real Open WebUI (PyPI, pinned, cached venv from scripts/webui-venv) in front of
+the agent, on loopback.
 
-Two Open WebUI users chat through the agent's Ollama connection with the front-end key, the way the `webui`
-compose profile wires it (forwarded user headers, offline settings). Driven twice on one Open WebUI process:
-through its HTTP API (the endpoints its page calls), then through the page in headless Debian Chromium (sign-in
-form, chat box). Both times the answer carries the footer, the audit log names each user with the role the
-policy maps them to, and Open WebUI's background tasks reach the model with no tools.
+What is tested is what ships: the open-webui service's environment comes from `docker compose --profile webui
+config`, verbatim but for the agent's address and the data directory, and Open WebUI starts through the same
+entrypoint script (images/open-webui/start) over secret files made by the same one-shots (init-secrets, the
+webui-key command). So sign-up is closed, the first admin comes from the generated password, every request
+names its user in a signed token, and ordinary (non-admin) users chat — through Open WebUI's HTTP API and
+through its page in headless Debian Chromium. The audit log names each user with the policy's role; the key
+Open WebUI's admin can read names nobody; a rotation reaches Open WebUI and the old key is refused.
 """
 
 from __future__ import annotations
@@ -15,55 +18,31 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import yaml
-from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.remote.webdriver import WebDriver
 
-from agent.security.auth import add_key
-from tests.e2e.stack import REPO
-from tests.support.browser import chromium, keep_evidence, missing, wait_for
+from tests.e2e.stack import REPO, run
+from tests.e2e.webui_page import ANSWER, ANSWER_TEXT, ask_in_page, log_in
+from tests.e2e.webui_stack import CLOCK, USERS, Front, records, sent
+from tests.support.browser import chromium, keep_evidence, missing
 from tests.support.procs import free_port, running, wait_until
 
 pytestmark = pytest.mark.e2e
 POLICY = REPO / "contract/src/agent_contract/policy.yaml"
-USERS = {"ayse@corp.example": "support", "mehmet@corp.example": "operations"}
-OFFLINE = {
-    "OFFLINE_MODE": "true",
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "RAG_EMBEDDING_MODEL_AUTO_UPDATE": "false",
-    "RAG_RERANKING_MODEL_AUTO_UPDATE": "false",
-    "WHISPER_MODEL_AUTO_UPDATE": "false",
-    "ENABLE_VERSION_UPDATE_CHECK": "false",
-    "ANONYMIZED_TELEMETRY": "false",
-    "SCARF_NO_ANALYTICS": "true",
-    "DO_NOT_TRACK": "true",
-}
-CLOCK = {
-    "when": {"user_contains": "saat", "last_role": "user", "has_tools": True},
-    "reply": {"tool_calls": [{"name": "sistem_bilgisi", "arguments": {}}]},
-}
-
-# Long and slow enough (~4 s) that the page shows it growing word by word: streaming, not a block at the end.
-ANSWER_TEXT = (
-    "Saat 14:05, sunucu saatine göre. Bu bilgi sistem bilgisi aracından geldi ve sunucunun kendi saat "
-    "dilimine göre verildi; bilgisayarınızdaki saat biraz farklı olabilir."
-)
-ANSWER = {"content": ANSWER_TEXT, "token_delay": 0.15}
 
 
-@dataclass
-class Front:
-    webui: str
-    fake: str
-    audit: Path
+def shipped() -> dict[str, Any]:
+    """The compose file's services with the webui profile on, as an operator's `docker compose config` shows them."""
+    out = run(
+        ["docker", "compose", "-p", "la-webui", "-f", "docker-compose.yml", "config", "--format", "json"],
+        env={"COMPOSE_PROFILES": "webui", "COMPOSE_BAKE": "false"},
+    ).stdout
+    services: dict[str, Any] = json.loads(out)["services"]
+    return services
 
 
 @pytest.fixture(scope="module")
@@ -74,204 +53,127 @@ def webui_bin() -> Path:
     return Path(done.stdout.strip().splitlines()[-1]) / "bin/open-webui"
 
 
+def make_secrets(tmp: Path, services: dict[str, Any]) -> Path:
+    """The secret volumes, filled the way the stack fills them: init-secrets, then the webui-key command."""
+    vault = tmp / "secrets"
+    for name in ("mcp", "redis", "audit", "grafana", "frontend", "webui-admin", "webui"):
+        (vault / name).mkdir(parents=True)
+    run(["sh", str(REPO / "images/entrypoint/init-secrets")], env={"SECRETS_DIR": str(vault)})
+    command = [a.replace("/run/local-agent", str(vault)) for a in services["webui-key"]["command"]]
+    run([str(Path(sys.executable).parent / command[0]), *command[1:]], env=agent_admin_env(tmp))
+    return vault
+
+
+def agent_admin_env(tmp: Path) -> dict[str, str]:
+    return {"AGENT_KEYS_FILE": str(tmp / "keys.yaml"), "AGENT_POLICY_FILE": str(tmp / "policy.yaml")}
+
+
 @pytest.fixture(scope="module")
-def front(webui_bin: Path) -> Iterator[Front]:
-    tmp = Path(tempfile.mkdtemp(prefix="openwebui-e2e-"))
+def front(webui_bin: Path, docker_ready: None) -> Iterator[Front]:
+    services, tmp = shipped(), Path(tempfile.mkdtemp(prefix="openwebui-e2e-"))
     policy = yaml.safe_load(POLICY.read_text()) | {"users": USERS}
     (tmp / "policy.yaml").write_text(yaml.safe_dump(policy))
-    key = add_key(tmp / "keys.yaml", "openwebui", "guest", frontend=True)
-    o_port, m_port, a_port, w_port, token = (
-        free_port(),
-        free_port(),
-        free_port(),
-        free_port(),
-        secrets.token_urlsafe(16),
-    )
-    fake, agent, webui = (f"http://127.0.0.1:{p}" for p in (o_port, a_port, w_port))
+    vault = make_secrets(tmp, services)
+    shipped_api = services["agent-api"]["environment"]
+    o_port, m_port, a_port, token = free_port(), free_port(), free_port(), secrets.token_urlsafe(16)
+    fake, agent = f"http://127.0.0.1:{o_port}", f"http://127.0.0.1:{a_port}"
     mcp_env = {"MCP_PORT": str(m_port), "MCP_TOKEN": token, "FILES_ROOT": str(tmp), "DATA_DIR": str(tmp / "mcp")}
-    agent_env = {
+    agent_env = agent_admin_env(tmp) | {
         "AGENT_HOST": "127.0.0.1",
         "AGENT_PORT": str(a_port),
         "OLLAMA_URL": fake,
         "MCP_URL": f"http://127.0.0.1:{m_port}/mcp",
         "MCP_TOKEN": token,
         "MODEL_BACKEND": "direct",
-        "AGENT_AUTH": "api_key",
-        "AGENT_KEYS_FILE": str(tmp / "keys.yaml"),
-        "AGENT_POLICY_FILE": str(tmp / "policy.yaml"),
         "AUDIT_DIR": str(tmp / "audit"),
         "THINK_HOLDBACK_MODELS": "",
-    }
-    webui_env = OFFLINE | {
-        "DATA_DIR": str(tmp / "webui"),
-        "WEBUI_SECRET_KEY": secrets.token_urlsafe(24),
-        "ENABLE_OLLAMA_API": "true",
-        "OLLAMA_BASE_URL": agent,
-        "OLLAMA_API_CONFIGS": json.dumps({"0": {"key": key}}),
-        "ENABLE_OPENAI_API": "false",
-        "ENABLE_FORWARD_USER_INFO_HEADERS": "true",
-        "BYPASS_MODEL_ACCESS_CONTROL": "true",  # every signed-in user may use the agent's models
-        "DEFAULT_MODELS": "qwen3:4b",  # the chat page opens on the agent's model
+        # As shipped: api keys, the front-end's users signed with the secret init-secrets made, its task mode.
+        "AGENT_AUTH": shipped_api["AGENT_AUTH"],
+        "CLIENT_TASKS": shipped_api["CLIENT_TASKS"],
+        "FRONTEND_JWT_SECRET_FILE": shipped_api["FRONTEND_JWT_SECRET_FILE"].replace("/run/local-agent", str(vault)),
     }
     with (
         running([sys.executable, "-m", "tests.fakes.fake_ollama", "--port", str(o_port)], ready_url=f"{fake}/"),
-        running(["mcp-server"], env=mcp_env, ready_url=f"http://127.0.0.1:{m_port}/healthz", timeout=60),
-        running(["agent-api"], env=agent_env, ready_url=f"{agent}/healthz", timeout=90),  # slow on a loaded box
-        running(
-            [str(webui_bin), "serve", "--host", "127.0.0.1", "--port", str(w_port)],
-            env=webui_env,
-            ready_url=f"{webui}/health",
-            timeout=300,
-        ),
+        running(["mcp-server"], env=mcp_env, ready_url=f"http://127.0.0.1:{m_port}/healthz", timeout=180),
+        running(["agent-api"], env=agent_env, ready_url=f"{agent}/healthz", timeout=180),  # slow on a loaded box
     ):
         httpx.post(f"{fake}/_fake/script", json={"rules": [CLOCK], "default": ANSWER})
-        yield Front(webui, fake, tmp / "audit" / "audit.jsonl")
+        webui = Front(services["open-webui"], webui_bin, agent, fake, tmp, vault)
+        with webui:
+            webui.add_users()
+            yield webui
 
 
-@pytest.fixture(scope="module")
-def accounts(front: Front) -> dict[str, str]:
-    """The first account is Open WebUI's admin (ayse), who adds mehmet as a plain user: email -> password."""
-    passwords = {"ayse@corp.example": "pw-1", "mehmet@corp.example": "pw-2"}
-    with httpx.Client(base_url=front.webui, timeout=60) as http:
-        first = {"name": "ayse", "email": "ayse@corp.example", "password": passwords["ayse@corp.example"]}
-        token = http.post("/api/v1/auths/signup", json=first).raise_for_status().json()["token"]
-        admin = {"Authorization": f"Bearer {token}"}
-        user = {"name": "mehmet", "email": "mehmet@corp.example", "password": passwords["mehmet@corp.example"]}
-        http.post("/api/v1/auths/add", json=user | {"role": "user"}, headers=admin).raise_for_status()
-    return passwords
+def test_the_profile_closes_sign_up_and_its_first_admin_comes_from_the_secret(front: Front) -> None:
+    signup = {"name": "eve", "email": "eve@corp.example", "password": "pw-eve"}
+    closed = httpx.post(f"{front.webui}/api/v1/auths/signup", json=signup, timeout=60)
+    assert closed.status_code == 403, closed.text  # the published port makes nobody an account, let alone admin
+    admin = front.session(front.admin_email, front.admin_password)
+    me = httpx.get(f"{front.webui}/api/v1/auths/", headers=admin, timeout=60).json()
+    assert me["role"] == "admin" and me["email"] == front.admin_email
 
 
-def sign_in(front: Front, accounts: dict[str, str]) -> dict[str, str]:
-    """Both users sign in through Open WebUI's API: email -> session token."""
-    tokens: dict[str, str] = {}
-    with httpx.Client(base_url=front.webui, timeout=60) as http:
-        for email, password in accounts.items():
-            signin = http.post("/api/v1/auths/signin", json={"email": email, "password": password})
-            tokens[email] = signin.raise_for_status().json()["token"]
-    return tokens
-
-
-def stream_chat(front: Front, token: str) -> list[str]:
-    body = {"model": "qwen3:4b", "stream": True, "messages": [{"role": "user", "content": "Saat kaç?"}]}
-    chunks: list[str] = []
-    headers = {"Authorization": f"Bearer {token}"}
-    with httpx.stream("POST", f"{front.webui}/api/chat/completions", json=body, headers=headers, timeout=120) as resp:
-        assert resp.status_code == 200, resp.read()
-        for line in resp.iter_lines():
-            if line.startswith("data: {"):
-                delta = (json.loads(line[6:]).get("choices") or [{}])[0].get("delta") or {}
-                chunks += [delta["content"]] if delta.get("content") else []
-    return chunks
-
-
-def records(front: Front, since: int = 0) -> list[dict[str, Any]]:
-    lines = front.audit.read_text().splitlines() if front.audit.exists() else []
-    return [json.loads(line) for line in lines[since:]]
-
-
-def sent(front: Front, since: int = 0) -> list[dict[str, Any]]:
-    """The model requests the fake received (since the `since`-th)."""
-    requests: list[dict[str, Any]] = httpx.get(f"{front.fake}/_fake/requests", timeout=10).json()
-    return requests[since:]
-
-
-def check_two_users(front: Front, audit_mark: int, sent_mark: int) -> list[dict[str, Any]]:
-    """Both users audited apart with their policy roles, their client tasks too; returns the task rounds."""
-    chats = [r for r in records(front, audit_mark) if r.get("kind") == "chat"]
-    assert {(r["user"], r["role"], r["via"]) for r in chats} == {
-        ("ayse@corp.example", "support", "openwebui"),  # Open WebUI's admin: still only the policy's role
-        ("mehmet@corp.example", "operations", "openwebui"),
-    }
-    tasks = [r for r in records(front, audit_mark) if r.get("kind") == "client_task"]
-    assert {r["user"] for r in tasks} == set(USERS) and all(r["question"] is None for r in tasks), tasks
-    task_rounds = [r for r in sent(front, sent_mark) if r["messages"][0]["content"].startswith("### Task")]
-    assert task_rounds and all("tools" not in r for r in task_rounds), task_rounds
-    return task_rounds
-
-
-def test_two_open_webui_users_are_two_agent_users_and_tasks_get_no_tools(
-    front: Front, accounts: dict[str, str]
-) -> None:
+def test_ordinary_users_chat_through_open_webuis_api_and_are_audited_apart(front: Front) -> None:
     audit_mark, sent_mark = len(records(front)), len(sent(front))
-    for email, token in sign_in(front, accounts).items():
-        models = httpx.get(f"{front.webui}/api/models", headers={"Authorization": f"Bearer {token}"}, timeout=60)
-        assert "qwen3:4b" in [m["id"] for m in models.json()["data"]], models.text  # the page loads them first
-        chunks = stream_chat(front, token)
+    for email in USERS:
+        session = front.session(email, front.passwords[email])
+        assert httpx.get(f"{front.webui}/api/v1/auths/", headers=session, timeout=60).json()["role"] == "user"
+        models = httpx.get(f"{front.webui}/api/models", headers=session, timeout=60)
+        assert front.model in [m["id"] for m in models.json()["data"]], models.text  # no grant needed: as shipped
+        chunks = front.stream_chat(session)
         assert len(chunks) > 1 and "".join(chunks).endswith("Tools used: sistem_bilgisi"), chunks
         title = httpx.post(
             f"{front.webui}/api/v1/tasks/title/completions",
-            json={"model": "qwen3:4b", "messages": [{"role": "user", "content": "Saat kaç?"}], "chat_id": email},
-            headers={"Authorization": f"Bearer {token}"},
+            json={"model": front.model, "messages": [{"role": "user", "content": "Saat kaç?"}], "chat_id": email},
+            headers=session,
             timeout=120,
         )
         assert title.status_code == 200, title.text
-    assert len(check_two_users(front, audit_mark, sent_mark)) == len(USERS)
+    front.check_users_and_tasks(audit_mark, sent_mark)
 
 
-def page_text(page: WebDriver) -> str:
-    return str(page.find_element(By.TAG_NAME, "body").text)
-
-
-def log_in(page: WebDriver, webui: str, email: str, password: str) -> None:
-    """Through Open WebUI's sign-in form, as a person would; ends on the chat page."""
-    page.get(f"{webui}/auth")
-    wait_for(page, lambda p: p.find_element(By.CSS_SELECTOR, "input[type=email]"), 90, "the sign-in form")
-    page.find_element(By.CSS_SELECTOR, "input[type=email]").send_keys(email)
-    page.find_element(By.CSS_SELECTOR, "input[type=password]").send_keys(password)
-    page.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    wait_for(page, lambda p: p.find_element(By.ID, "chat-input").is_displayed(), 90, "the chat box")
-
-
-def focus_chat_box(page: WebDriver) -> bool:
-    """Close the "What's New" notes a new account gets (they cover the page), then click into the chat box."""
-    for notes in page.find_elements(By.XPATH, '//button[contains(., "Okay, Let\'s Go!")]'):
-        notes.click()
-    page.find_element(By.ID, "chat-input").click()  # raises (and is retried) while something covers it
-    return True
-
-
-def words_shown(text: str) -> int:
-    """How many leading words of the answer the page shows."""
-    words = ANSWER_TEXT.split()
-    return max((k for k in range(1, len(words) + 1) if " ".join(words[:k]) in text), default=0)
-
-
-def ask_in_page(page: WebDriver, question: str) -> tuple[str, set[int]]:
-    """Type into the chat box and send; returns the page text once the answer's footer is there, and every
-    partial length (in words) the answer was seen at on the way."""
-    wait_for(page, focus_chat_box, 60, "a clickable chat box")
-    page.find_element(By.ID, "chat-input").send_keys(question, Keys.ENTER)
-    seen: set[int] = set()
-
-    def answered(p: WebDriver) -> bool:
-        text = page_text(p)
-        seen.add(words_shown(text))
-        return "Tools used: sistem_bilgisi" in text
-
-    wait_for(page, answered, 120, "the answer with its footer")
-    return page_text(page), seen - {0, len(ANSWER_TEXT.split())}
-
-
-def test_two_users_chat_through_the_page_in_headless_chromium(
-    front: Front, accounts: dict[str, str], tmp_path: Path
-) -> None:
+def test_ordinary_users_chat_through_the_page_in_headless_chromium(front: Front, tmp_path: Path) -> None:
     if why := missing():
         pytest.fail(why)
     audit_mark, sent_mark = len(records(front)), len(sent(front))
-    for email, password in accounts.items():
+    for email in USERS:
         with chromium(tmp_path / "profile") as page:
             try:
-                log_in(page, front.webui, email, password)
+                log_in(page, front.webui, email, front.passwords[email])
                 shown, partial = ask_in_page(page, "Saat kaç?")
             except Exception:
                 print(f"evidence: {keep_evidence(page, tmp_path, email.split('@')[0])}")
                 raise
         assert ANSWER_TEXT in shown, shown
         assert len(partial) >= 3, f"the answer did not grow in the page: partial lengths seen {sorted(partial)}"
-    # Open WebUI asks for the chat's title after the answer, in the background: wait for both users' tasks.
 
-    def tasks() -> set[str]:
+    def tasks() -> set[str]:  # Open WebUI asks for follow-ups and the title after the answer, in the background
         return {r["user"] for r in records(front, audit_mark) if r.get("kind") == "client_task"}
 
     wait_until(lambda: tasks() >= set(USERS), 120, what="a background task of each user in the audit log")
-    check_two_users(front, audit_mark, sent_mark)
+    front.check_users_and_tasks(audit_mark, sent_mark)
+
+
+def test_the_key_open_webuis_admin_can_read_names_nobody(front: Front) -> None:
+    admin = front.session(front.admin_email, front.admin_password)
+    config = httpx.get(f"{front.webui}/ollama/config", headers=admin, timeout=60).json()
+    key = config["OLLAMA_API_CONFIGS"]["0"]["key"]
+    assert key == front.key()  # Open WebUI shows its admin the connection key; alone it is worth nothing:
+    body = {"model": front.model, "messages": [{"role": "user", "content": "Saat kaç?"}], "stream": False}
+    for forged in ({"X-OpenWebUI-User-Email": "ayse@corp.example"}, {"X-OpenWebUI-User-Jwt": "e30.e30.forged"}):
+        resp = httpx.post(f"{front.agent}/api/chat", json=body, headers={"Authorization": f"Bearer {key}"} | forged)
+        assert resp.status_code == 401 and "token" in resp.text, resp.text  # "missing" or "invalid" user token
+
+
+def test_rotation_reaches_open_webui_and_the_old_key_is_refused(front: Front) -> None:
+    old_key, old_secret = front.key(), front.jwt_secret()
+    front.rotate()  # what scripts/rotate-frontend --jwt runs, then Open WebUI restarted
+    assert front.key() != old_key and front.jwt_secret() != old_secret
+    body = {"model": front.model, "messages": [{"role": "user", "content": "Saat kaç?"}], "stream": False}
+    refused = httpx.post(f"{front.agent}/api/chat", json=body, headers={"Authorization": f"Bearer {old_key}"})
+    assert refused.status_code == 401, refused.text
+    audit_mark = len(records(front))
+    chunks = front.stream_chat(front.session("ayse@corp.example", front.passwords["ayse@corp.example"]))
+    assert "".join(chunks).endswith("Tools used: sistem_bilgisi"), chunks
+    chats = [r for r in records(front, audit_mark) if r.get("kind") == "chat"]
+    assert [(r["user"], r["role"], r["status"]) for r in chats] == [("ayse@corp.example", "support", 200)]

@@ -1,0 +1,60 @@
+"""Open WebUI's page driven as a person would (sign-in form, chat box), for tests/e2e/test_openwebui.py."""
+
+from __future__ import annotations
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from tests.support.browser import wait_for
+
+# Long and slow enough (~4 s) that the page shows it growing word by word: streaming, not a block at the end.
+ANSWER_TEXT = (
+    "Saat 14:05, sunucu saatine göre. Bu bilgi sistem bilgisi aracından geldi ve sunucunun kendi saat "
+    "dilimine göre verildi; bilgisayarınızdaki saat biraz farklı olabilir."
+)
+ANSWER = {"content": ANSWER_TEXT, "token_delay": 0.15}
+
+
+def page_text(page: WebDriver) -> str:
+    return str(page.find_element(By.TAG_NAME, "body").text)
+
+
+def log_in(page: WebDriver, webui: str, email: str, password: str) -> None:
+    """Through Open WebUI's sign-in form, as a person would; ends on the chat page."""
+    page.get(f"{webui}/auth")
+    wait_for(page, lambda p: p.find_element(By.CSS_SELECTOR, "input[type=email]"), 90, "the sign-in form")
+    page.find_element(By.CSS_SELECTOR, "input[type=email]").send_keys(email)
+    page.find_element(By.CSS_SELECTOR, "input[type=password]").send_keys(password)
+    page.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait_for(page, lambda p: p.find_element(By.ID, "chat-input").is_displayed(), 90, "the chat box")
+
+
+def focus_chat_box(page: WebDriver) -> bool:
+    """Close the "What's New" notes a new account gets (they cover the page), then click into the chat box."""
+    for notes in page.find_elements(By.XPATH, '//button[contains(., "Okay, Let\'s Go!")]'):
+        notes.click()
+    page.find_element(By.ID, "chat-input").click()  # raises (and is retried) while something covers it
+    return True
+
+
+def words_shown(text: str) -> int:
+    """How many leading words of the answer the page shows."""
+    words = ANSWER_TEXT.split()
+    return max((k for k in range(1, len(words) + 1) if " ".join(words[:k]) in text), default=0)
+
+
+def ask_in_page(page: WebDriver, question: str) -> tuple[str, set[int]]:
+    """Type into the chat box and send; returns the page text once the answer's footer is there, and every
+    partial length (in words) the answer was seen at on the way."""
+    wait_for(page, focus_chat_box, 60, "a clickable chat box")
+    page.find_element(By.ID, "chat-input").send_keys(question, Keys.ENTER)
+    seen: set[int] = set()
+
+    def answered(p: WebDriver) -> bool:
+        text = page_text(p)
+        seen.add(words_shown(text))
+        return "Tools used: sistem_bilgisi" in text
+
+    wait_for(page, answered, 120, "the answer with its footer")
+    return page_text(page), seen - {0, len(ANSWER_TEXT.split())}
