@@ -1,33 +1,37 @@
-"""bench-webui: what Open WebUI's background tasks cost the user, against a slow scripted model.
+"""bench-webui: what Open WebUI's background tasks cost the user and the GPU, on both of its connections.
 
 Starts redis-server, the scripted Ollama (slow: ~1 s to the first token, ~2 s rounds), the MCP server, one
-agent-worker and agent-api (GPU queue) on loopback, then plays 3-turn chats the way Open WebUI 0.12 sends
-them: each turn a streamed tool question; the title task leaves with the first question (sent just ahead
-of it, the worst case), tags and follow-ups after each answer, the next question while they are under way.
-Three ways, each with its own agent-api:
-  tasks off         no background tasks sent at all (the baseline)
-  tasks (agent)     CLIENT_TASKS=model: recognised, tool-less, below user rounds, preempted, local fallback
-  tasks (before)    CLIENT_TASK_PATTERN='' : served as ordinary questions, as before this change
-Prints the user's first-token time and the GPU rounds and tool calls spent on tasks per user turn.
-Numbers against the fake measure plumbing and scheduling only, never a model. Usage: scripts/bench-webui [CHATS]
+agent-worker and one agent-api per task mode (GPU queue) on loopback, then plays 3-turn chats the way Open
+WebUI 0.12.4 sends them (open_webui/utils/middleware.py, background_tasks_handler): each turn a streamed tool
+question; after each answer, one after the other, follow-up suggestions, then on the first turn the title and
+the tags (non-streamed `### Task:` prompts); the user's next question THINK seconds after the answer, while
+those are under way (0.5 s: the worst case seen in a browser test). Every conversation is played once per mode
+and connection, interleaved, so the machine's load falls on all alike.
+  tasks off            no background tasks sent at all (the baseline)
+  CLIENT_TASKS=model   a tool-less round below every user round, preempted by the next question
+  CLIENT_TASKS=local   answered without the model (the shipped default)
+Connections: Ollama (/api/chat, NDJSON) and OpenAI (/v1/chat/completions, SSE). Figures per mode: the user's
+first token (median, ratio to tasks off on the same connection), GPU rounds started for tasks, and the GPU
+seconds of rounds cut short (wasted) as a share of all GPU seconds. Numbers against the fake measure plumbing
+and scheduling only, never a model. Usage: scripts/bench-webui [CHATS] [THINK_SECONDS]
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import secrets
+import os
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-import redis
 
-from tests.support.procs import VENV_BIN, free_port, redis_server_cmd, running
+from tests.bench.webui_stack import api_env, services
 
 MODEL = "qwen2.5:3b"  # no think hold-back: content streams as the fake makes it
 QUESTIONS = ["how many deposits today?", "and the deposits yesterday?", "deposits this week?"]
@@ -37,162 +41,121 @@ TASKS = {
     "tags": '### Task:\nGenerate 1-3 tags.\n### Output:\nJSON format: { "tags": ["a"] }\n' + HISTORY,
     "follow_ups": '### Task:\nSuggest follow-ups.\n### Output:\nJSON format: { "follow_ups": ["q?"] }\n' + HISTORY,
 }
-SLOW = {"first_token_delay": 1.0, "token_delay": 0.1}
-SCRIPT = {
-    "rules": [
-        {
-            "when": {"user_contains": "deposit", "last_role": "user", "has_tools": True},
-            "reply": {"tool_calls": [{"name": "sistem_bilgisi", "arguments": {}}], **SLOW},
-        },
-    ],
-    "default": {"content": "There were 12 deposits today according to the report.", **SLOW},
-}
-# name → (Open WebUI sends tasks?, agent-api environment)
-MODES = {
-    "tasks off": (False, {}),
-    "tasks (agent)": (True, {"CLIENT_TASKS": "model"}),
-    "tasks (before)": (True, {"CLIENT_TASK_PATTERN": ""}),
-}
+MODES = {"tasks off": None, "CLIENT_TASKS=model": "model", "CLIENT_TASKS=local": "local"}
+PATHS = {"ollama": "/api/chat", "openai": "/v1/chat/completions"}
 
 
-async def chat(http: httpx.AsyncClient, question: str) -> float:
+def first_content(connection: str, line: str) -> bool:
+    """Does this stream line carry answer text? (NDJSON for Ollama, SSE `data:` for OpenAI)."""
+    if connection == "ollama":
+        return bool(line and (json.loads(line).get("message") or {}).get("content"))
+    if not line.startswith("data: {"):
+        return False
+    return bool(((json.loads(line[6:]).get("choices") or [{}])[0].get("delta") or {}).get("content"))
+
+
+async def chat(http: httpx.AsyncClient, connection: str, question: str) -> float:
     """One streamed user question; returns seconds to the first content token."""
     started, first = time.perf_counter(), None
-    body = {"model": MODEL, "messages": [{"role": "user", "content": question}]}
-    async with http.stream("POST", "/api/chat", json=body) as resp:
+    body = {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": question}]}
+    async with http.stream("POST", PATHS[connection], json=body) as resp:
         async for line in resp.aiter_lines():
-            if first is None and line and (json.loads(line).get("message") or {}).get("content"):
+            if first is None and first_content(connection, line):
                 first = time.perf_counter() - started
     assert first is not None, "the answer never streamed"
     return first
 
 
-async def task(http: httpx.AsyncClient, kind: str, question: str) -> None:
-    body = {
-        "model": MODEL,
-        "stream": False,
-        "messages": [{"role": "user", "content": TASKS[kind].replace("{q}", question)}],
-    }
-    (await http.post("/api/chat", json=body)).raise_for_status()
+async def background(http: httpx.AsyncClient, connection: str, kinds: tuple[str, ...], question: str) -> None:
+    """Open WebUI's tasks after one answer: one after the other, each waiting for the previous answer."""
+    for kind in kinds:
+        body = {
+            "model": MODEL,
+            "stream": False,
+            "messages": [{"role": "user", "content": TASKS[kind].replace("{q}", question)}],
+        }
+        (await http.post(PATHS[connection], json=body)).raise_for_status()
 
 
-async def conversation(url: str, with_tasks: bool) -> list[float]:
+async def conversation(url: str, connection: str, with_tasks: bool, think: float) -> list[float]:
     firsts: list[float] = []
-    background: list[asyncio.Task[None]] = []
+    pending: list[asyncio.Task[None]] = []
     async with httpx.AsyncClient(base_url=url, timeout=300) as http:
         for turn, question in enumerate(QUESTIONS):
-            if with_tasks and turn == 0:
-                background.append(asyncio.create_task(task(http, "title", question)))
-                await asyncio.sleep(0.05)
-            firsts.append(await chat(http, question))
+            firsts.append(await chat(http, connection, question))
             if with_tasks:
-                kinds = ("tags", "follow_ups") if turn == 0 else ("follow_ups",)
-                background += [asyncio.create_task(task(http, k, question)) for k in kinds]
-            await asyncio.sleep(0.5)  # the user reads, then asks the next question
-        await asyncio.gather(*background)
+                kinds = ("follow_ups", "title", "tags") if turn == 0 else ("follow_ups",)
+                pending.append(asyncio.create_task(background(http, connection, kinds, question)))
+            await asyncio.sleep(think)  # the user reads, then asks the next question
+        await asyncio.gather(*pending)
     return firsts
 
 
-def task_usage(requests: list[dict[str, Any]]) -> tuple[int, int, int, int]:
-    """From the fake's log: GPU rounds started for tasks, of them cut short, tool calls made inside tasks,
-    and the most rounds one task took (a task is known by its prompt; with our system prompt in front
-    when served as a question)."""
-
-    def prompt(r: dict[str, Any]) -> str:
-        users = [str(m.get("content", "")) for m in r["messages"] if m.get("role") == "user"]
-        return users[0] if users else ""
-
-    rounds = [r for r in requests if r["messages"] and prompt(r).startswith("### Task")]
-    cut = sum(1 for r in rounds if r["outcome"] == "cancelled")
-    tools = sum(1 for r in rounds if r["messages"][-1]["role"] == "tool")
-    per_task: dict[str, int] = {}
-    for r in rounds:  # the same prompt is sent once per chat: count rounds with no tool result as new tasks
-        if r["messages"][-1]["role"] != "tool":
-            per_task[prompt(r) + str(len(per_task))] = 1
-        else:
-            last = list(per_task)[-1]
-            per_task[last] += 1
-    return len(rounds), cut, tools, max(per_task.values(), default=0)
+def gpu_seconds(requests: list[dict[str, Any]]) -> tuple[float, float, int]:
+    """From the fake's log: GPU seconds of every generation, of those cut short, and the task rounds started."""
+    done = [r for r in requests if r.get("ended_at") and r.get("outcome") in ("completed", "cancelled")]
+    total = sum(r["ended_at"] - r["started_at"] for r in done)
+    wasted = sum(r["ended_at"] - r["started_at"] for r in done if r["outcome"] == "cancelled")
+    tasks = sum(1 for r in done if str((r["messages"] or [{}])[-1].get("content", "")).startswith("### Task"))
+    return total, wasted, tasks
 
 
-def run_mode(
-    env: dict[str, str], fake: str, with_tasks: bool, extra: dict[str, str], chats: int
-) -> tuple[list[float], tuple[int, int, int, int]]:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with running(["agent-api"], env={**env, "AGENT_PORT": str(port), **extra}, ready_url=f"{url}/healthz"):
-        httpx.post(f"{fake}/_fake/reset").raise_for_status()
-        httpx.post(f"{fake}/_fake/script", json=SCRIPT).raise_for_status()
-        firsts: list[float] = []
-        for _ in range(chats):
-            firsts += asyncio.run(conversation(url, with_tasks))
-        usage = task_usage(httpx.get(f"{fake}/_fake/requests").json())
-    return firsts, usage
+def ended(fake: str, mark: int) -> list[dict[str, Any]]:
+    """The fake's log since `mark` once every generation in it has ended (a cut one ends just after its client)."""
+    deadline = time.monotonic() + 30
+    while True:
+        rows: list[dict[str, Any]] = httpx.get(f"{fake}/_fake/requests").json()[mark:]
+        if all(r.get("ended_at") for r in rows) or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.05)
+
+
+@dataclass
+class Tally:
+    """One mode on one connection, summed over its conversations."""
+
+    firsts: list[float] = field(default_factory=list)
+    gpu: float = 0.0
+    wasted: float = 0.0
+    tasks: int = 0
+
+    def add(self, firsts: list[float], gpu: float, wasted: float, tasks: int) -> None:
+        self.firsts += firsts
+        self.gpu, self.wasted, self.tasks = self.gpu + gpu, self.wasted + wasted, self.tasks + tasks
+
+
+def report(results: dict[tuple[str, str], Tally], chats: int, think: float) -> None:
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    turns = f"{chats} chats x {len(QUESTIONS)} turns"
+    print(f"bench-webui: {turns} per mode and connection, think {think:g} s, load average {load}")
+    for connection in PATHS:
+        base = statistics.median(results["tasks off", connection].firsts)
+        for mode in MODES:
+            r = results[mode, connection]
+            median = statistics.median(r.firsts)
+            share = r.wasted / r.gpu if r.gpu else 0.0
+            print(
+                f"  {connection:6} {mode:19} first token median {median:5.2f} s ({median / base:4.2f}x of tasks off)"
+                f"  max {max(r.firsts):5.2f} s  task GPU rounds/chat {r.tasks / chats:4.1f}"
+                f"  wasted GPU {r.wasted / chats:5.2f} s/chat ({share:5.1%} of GPU time)"
+            )
+    print("  targets: first token <= 1.05x of tasks off on both connections; wasted GPU <= 5% of GPU time")
 
 
 def main() -> None:
     chats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    think = float(sys.argv[2]) if len(sys.argv) > 2 else 0.5
     tmp = Path(tempfile.mkdtemp(prefix="bench-webui-"))
-    r_port, o_port, m_port, token = free_port(), free_port(), free_port(), secrets.token_urlsafe(16)
-    fake, redis_url = f"http://127.0.0.1:{o_port}", f"redis://127.0.0.1:{r_port}/0"
-    worker_env = {
-        "REDIS_URL": redis_url,
-        "OLLAMA_URL": fake,
-        "OLLAMA_MODEL": MODEL,
-        "LOG_LEVEL": "WARNING",
-        "WORKER_METRICS_PORT": str(free_port()),
-        "THINK_HOLDBACK_MODELS": "",
-    }
-    mcp_env = {
-        "MCP_PORT": str(m_port),
-        "MCP_TOKEN": token,
-        "FILES_ROOT": str(tmp),
-        "DATA_DIR": str(tmp),
-        "LOG_LEVEL": "WARNING",
-    }
-    api_env = {
-        "OLLAMA_URL": fake,
-        "OLLAMA_MODEL": MODEL,
-        "REDIS_URL": redis_url,
-        "MODEL_BACKEND": "queue",
-        "MCP_URL": f"http://127.0.0.1:{m_port}/mcp",
-        "MCP_TOKEN": token,
-        "LOG_LEVEL": "WARNING",
-        "AGENT_AUTH": "none",
-        "ANONYMOUS_ROLE": "admin",
-        "RATE_LIMIT_PER_MINUTE": "0",
-        "AUDIT_DIR": str(tmp / "audit"),
-        "THINK_HOLDBACK_MODELS": "",
-    }
-    with (
-        running(redis_server_cmd(r_port, tmp), ready=lambda: bool(redis.Redis(port=r_port).ping())),
-        running(
-            [sys.executable, "-m", "tests.fakes.fake_ollama", "--port", str(o_port), "--models", MODEL],
-            ready_url=f"{fake}/api/version",
-        ),
-        running(["mcp-server"], env=mcp_env, ready_url=f"http://127.0.0.1:{m_port}/healthz", timeout=60),
-        running(
-            [str(VENV_BIN / "agent-worker")],
-            env=worker_env,
-            ready=lambda: bool(redis.Redis(port=r_port).smembers("agent:workers")),
-        ),
-    ):
-        print(
-            f"bench-webui: {chats} chats x {len(QUESTIONS)} turns per mode, Open WebUI's request pattern, scripted "
-            "Ollama (1 s to first token, ~2 s rounds, tool question = 2 rounds), GPU queue, 1 agent-worker"
-        )
-        turns = chats * len(QUESTIONS)
-        baseline = None
-        for name, (with_tasks, extra) in MODES.items():
-            firsts, (rounds, cut, tools, most) = run_mode(api_env, fake, with_tasks, extra, chats)
-            mean = statistics.mean(firsts)
-            baseline = baseline or mean
-            print(
-                f"  {name:15} user first token mean {mean:5.2f} s  max {max(firsts):5.2f} s  "
-                f"({mean / baseline:4.2f}x of tasks off)   task GPU rounds/turn {rounds / turns:4.2f} "
-                f"(cut short {cut}, most rounds per task {most})   tool calls in tasks {tools}"
-            )
-        print("  targets: first token within 1.2x of tasks off; tasks <= 1 round each, 0 tool calls")
+    results = {(m, c): Tally() for m in MODES for c in PATHS}
+    with services(tmp, MODEL) as (fake, env, start_api):
+        urls = {mode: start_api(api_env(env, tasks)) for mode, tasks in MODES.items()}
+        for _ in range(chats):
+            for mode, tasks in MODES.items():
+                for connection in PATHS:
+                    mark = len(httpx.get(f"{fake}/_fake/requests").json())
+                    firsts = asyncio.run(conversation(urls[mode], connection, tasks is not None, think))
+                    results[mode, connection].add(firsts, *gpu_seconds(ended(fake, mark)))
+    report(results, chats, think)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ class Api:
 @pytest.fixture(scope="module")
 def api(fake_ollama: FakeOllama, mcp_server: McpServer) -> Iterator[Api]:
     port, audit_dir = free_port(), Path(tempfile.mkdtemp(prefix="agent-audit-"))
-    env = agent_env(fake_ollama.url, mcp_server, port, AUDIT_DIR=str(audit_dir))
+    env = agent_env(fake_ollama.url, mcp_server, port, AUDIT_DIR=str(audit_dir), CLIENT_TASKS="model")
     with running(["agent-api"], env=env, ready_url=f"http://127.0.0.1:{port}/healthz"):
         yield Api(f"http://127.0.0.1:{port}", audit_dir)
 

@@ -187,9 +187,11 @@ class Settings(BaseSettings):
     client_task_pattern: str = r"\s*###\s*Task:"
     """regex at the start of the last user message that marks a front-end's background task (title, tags,
     follow-ups); empty: none ([api.md](api.md#client-background-tasks-titles-tags-follow-up-suggestions))"""
-    client_tasks: Literal["model", "local", "off"] = "model"
-    """`model`: one tool-less round below every user round, answered locally when the GPU is busy; `local`:
-    always answered without the GPU; `off`: answered empty at once (the client keeps its defaults)"""
+    client_tasks: Literal["model", "local", "off"] = "local"
+    """`local`: answered at once without the GPU (a title from the question, no tags or follow-ups); `model`: one
+    tool-less round below every user round, preempted by the next question, answered locally when the GPU is
+    busy; `off`: answered empty at once
+    ([measured](open-webui.md#background-tasks-titles-tags-follow-up-suggestions))"""
     client_task_wait_seconds: float = Field(default=3.0, ge=0)
     """a task that has not reached the GPU by then is answered locally"""
     client_task_max_tokens: int = Field(default=128, ge=1)

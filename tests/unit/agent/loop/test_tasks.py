@@ -60,7 +60,7 @@ async def run(settings: Settings, backend: ScriptedBackend, prompt: str = TITLE)
 
 async def test_model_mode_is_one_tool_less_task_round_without_our_system_prompt() -> None:
     backend = ScriptedBackend(['{"title": "Deposits today"}'])
-    events = await run(Settings(), backend)
+    events = await run(Settings(client_tasks="model"), backend)
     (request,) = backend.requests
     assert request.tools is None and request.priority == "task" and request.think is False
     assert request.messages == convo(TITLE) and request.options["num_predict"] == 128
@@ -70,12 +70,13 @@ async def test_model_mode_is_one_tool_less_task_round_without_our_system_prompt(
 
 async def test_a_busy_gpu_gets_the_local_answer() -> None:
     backend = ScriptedBackend([QueueFull("user rounds are waiting")])
-    events = await run(Settings(), backend)
+    events = await run(Settings(client_tasks="model"), backend)
     assert isinstance(events[0], TextEvent) and json.loads(events[0].text)["title"].startswith("How many")
 
 
 async def test_local_and_off_never_touch_the_model() -> None:
     backend = ScriptedBackend([])
+    assert Settings().client_tasks == "local"  # the default: the GPU only serves questions (open-webui.md)
     local = await run(Settings(client_tasks="local"), backend, TAGS)
     off = await run(Settings(client_tasks="off"), backend, TAGS)
     assert backend.requests == []
