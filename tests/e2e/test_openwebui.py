@@ -31,7 +31,8 @@ from tests.e2e.webui_stack import CLOCK, USERS, Front, records, sent
 from tests.support.browser import chromium, keep_evidence, missing
 from tests.support.procs import free_port, running, wait_until
 
-pytestmark = pytest.mark.e2e
+# One Open WebUI start (and a restart for the rotation) takes 1-2 min on a quiet box, many more on a busy one.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
 POLICY = REPO / "contract/src/agent_contract/policy.yaml"
 
 

@@ -8,12 +8,13 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.support.browser import wait_for
 
-# Long and slow enough (~4 s) that the page shows it growing word by word: streaming, not a block at the end.
+# Long and slow enough (~11 s) that the page shows it growing word by word (a block at the end would not), also
+# on a loaded machine where each look at the page takes a second or two.
 ANSWER_TEXT = (
     "Saat 14:05, sunucu saatine göre. Bu bilgi sistem bilgisi aracından geldi ve sunucunun kendi saat "
     "dilimine göre verildi; bilgisayarınızdaki saat biraz farklı olabilir."
 )
-ANSWER = {"content": ANSWER_TEXT, "token_delay": 0.15}
+ANSWER = {"content": ANSWER_TEXT, "token_delay": 0.4}
 
 
 def page_text(page: WebDriver) -> str:

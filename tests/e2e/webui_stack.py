@@ -67,7 +67,7 @@ class Front:
         return [interpreter, mount["source"], str(self.binary), "serve", "--host", "127.0.0.1", "--port", port]
 
     def start(self) -> None:
-        self.proc = start(self.command(), env=self.env(), ready_url=f"{self.webui}/health", timeout=300)
+        self.proc = start(self.command(), env=self.env(), ready_url=f"{self.webui}/health", timeout=900)
 
     def stop(self) -> None:
         if self.proc is not None:
