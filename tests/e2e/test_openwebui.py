@@ -146,7 +146,9 @@ def test_ordinary_users_chat_through_the_page_in_headless_chromium(front: Front,
                 print(f"evidence: {keep_evidence(page, tmp_path, email.split('@')[0])}")
                 raise
         assert ANSWER_TEXT in shown, shown
-        assert len(partial) >= 3, f"the answer did not grow in the page: partial lengths seen {sorted(partial)}"
+        # Streamed, not one block at the end. How many partial lengths a look catches depends on the machine's load
+        # (a look took seconds at load 19): one is the proof.
+        assert partial, "the answer did not grow in the page: it appeared whole"
 
     def tasks() -> set[str]:  # Open WebUI asks for follow-ups and the title after the answer, in the background
         return {r["user"] for r in records(front, audit_mark) if r.get("kind") == "client_task"}
