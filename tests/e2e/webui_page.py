@@ -39,23 +39,28 @@ def focus_chat_box(page: WebDriver) -> bool:
     return True
 
 
-def words_shown(text: str) -> int:
-    """How many leading words of the answer the page shows."""
-    words = ANSWER_TEXT.split()
-    return max((k for k in range(1, len(words) + 1) if " ".join(words[:k]) in text), default=0)
+# Counted inside the page, at every change of its text: on a loaded machine a look from the test takes seconds and
+# could miss a stream of ~10 s entirely. Records how many leading words of the answer each render showed.
+WATCH = """
+const words = arguments[0];
+window.__shown = new Set();
+const count = () => {
+  const text = document.body.innerText;
+  let k = 0;
+  while (k < words.length && text.includes(words.slice(0, k + 1).join(' '))) k++;
+  window.__shown.add(k);
+};
+new MutationObserver(count).observe(document.body, {subtree: true, childList: true, characterData: true});
+"""
 
 
 def ask_in_page(page: WebDriver, question: str) -> tuple[str, set[int]]:
     """Type into the chat box and send; returns the page text once the answer's footer is there, and every
-    partial length (in words) the answer was seen at on the way (none if it came as one block at the end)."""
+    partial length (in words) the answer was shown at on the way (none if it came as one block at the end)."""
     wait_for(page, focus_chat_box, 60, "a clickable chat box")
+    words = ANSWER_TEXT.split()
+    page.execute_script(WATCH, words)
     page.find_element(By.ID, "chat-input").send_keys(question, Keys.ENTER)
-    seen: set[int] = set()
-
-    def answered(p: WebDriver) -> bool:
-        text = page_text(p)
-        seen.add(words_shown(text))
-        return "Tools used: sistem_bilgisi" in text
-
-    wait_for(page, answered, 120, "the answer with its footer")
-    return page_text(page), seen - {0, 1, len(ANSWER_TEXT.split())}  # 1: "Saat" is also the question's first word
+    wait_for(page, lambda p: "Tools used: sistem_bilgisi" in page_text(p), 120, "the answer with its footer")
+    shown = {int(k) for k in page.execute_script("return Array.from(window.__shown);")}
+    return page_text(page), shown - {0, 1, len(words)}  # 1: "Saat" is also the question's first word
