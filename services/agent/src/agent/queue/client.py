@@ -286,25 +286,29 @@ class QueueBackend:
             await self.redis.srem(keys.TASK_ROUNDS, job_id)
 
     def _set_depth(self, depth: int) -> None:
+        """Concurrent admissions may resume out of order, so an admission's depth can be stale: a sample follows."""
         QUEUE_DEPTH.set(depth)
         self._depth_admissions += 1
+        self._sample_depth_soon()
 
     def _sample_depth_soon(self) -> None:
-        """A round left the queue: re-read the depth a little later, once for all the rounds that start until
-        then, instead of one more Redis pipeline beside every round while it streams its first tokens."""
+        """A round entered or left the queue: re-read the depth a little later, once for all the rounds that move
+        until then, instead of one more Redis pipeline beside every round while it streams its first tokens."""
         if self._depth_sample is None or self._depth_sample.done():
             self._depth_sample = self._spawn(self._sample_depth())
 
     async def _sample_depth(self) -> None:
-        await asyncio.sleep(DEPTH_SAMPLE_AFTER)
-        admissions = self._depth_admissions
-        with contextlib.suppress(RedisError):
-            pipe = self.redis.pipeline(transaction=False)
-            for key in keys.RQ_QUEUE_KEYS:
-                pipe.llen(key)
-            depth = sum(await pipe.execute())
-            if self._depth_admissions == admissions:  # else a round admitted meanwhile set a fresher depth
-                QUEUE_DEPTH.set(depth)
+        while True:  # until a read lands with no admission beside it (one read a second at most)
+            await asyncio.sleep(DEPTH_SAMPLE_AFTER)
+            admissions = self._depth_admissions
+            with contextlib.suppress(RedisError):
+                pipe = self.redis.pipeline(transaction=False)
+                for key in keys.RQ_QUEUE_KEYS:
+                    pipe.llen(key)
+                depth = sum(await pipe.execute())
+                if self._depth_admissions == admissions:
+                    QUEUE_DEPTH.set(depth)
+                    return
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.create_task(coro)
