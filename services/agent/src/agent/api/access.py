@@ -194,23 +194,26 @@ async def audited(
 def _content(
     security: Security, model: str, conversation: list[Message], trail: Trail, task: ClientTask | None
 ) -> dict[str, Any]:
-    """What was asked and done; a client task is recorded as one, never as the user's question."""
+    """What was asked and done. A client task is recorded as one, never as the user's question, and with its
+    prompt's hash like every request; not its text, which carries the chat's answers (names the pseudonymiser
+    never met in this request)."""
     base = {
         "model": model,
-        "tool_calls": trail.calls,
+        "tool_calls": trail.logged_calls(security.pseudonyms),
         "rounds": trail.rounds,
         "answer_sha256": trail.answer_sha256,
         "grounding": trail.grounding,
         "tools_offered": trail.offered,
     }
-    if task is not None:
-        return base | {"kind": "client_task", "task": task.kind, "question": None, "question_sha256": None}
     question = _question(conversation)
+    digest = hashlib.sha256(question.encode()).hexdigest()
+    if task is not None:
+        return base | {"kind": "client_task", "task": task.kind, "question": None, "question_sha256": digest}
     text = security.pseudonyms.text(question, trail.names)
     return base | {
         "kind": "chat",
         "question": text if security.settings.audit_question == "text" else None,
-        "question_sha256": hashlib.sha256(question.encode()).hexdigest(),
+        "question_sha256": digest,
     }
 
 
