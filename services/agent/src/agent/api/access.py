@@ -18,7 +18,7 @@ from fastapi import Depends, FastAPI, Request
 
 from agent import metrics
 from agent.api.trail import Trail, capped
-from agent.backends.base import Message
+from agent.backends.base import Message, ran_by
 from agent.errors import AgentError, Unauthorized
 from agent.loop.events import Caller, LoopEvent
 from agent.loop.tasks import ClientTask
@@ -175,6 +175,7 @@ async def audited(
     security: Security = request.app.state.security
     toolbox = getattr(request.app.state, "toolbox", None)
     trail, status, error = Trail(toolbox.audit_rules if toolbox else lambda name: ArgumentRules()), 200, None
+    ran_by.set(trail.workers)
     try:
         async for event in events:
             trail.observe(event, security.pseudonyms)
@@ -204,6 +205,7 @@ def _content(
         "answer_sha256": trail.answer_sha256,
         "grounding": trail.grounding,
         "tools_offered": trail.offered,
+        "workers": trail.workers,
     }
     question = _question(conversation)
     digest = hashlib.sha256(question.encode()).hexdigest()

@@ -62,6 +62,7 @@ class Trail:
     rounds: int = 0
     grounding: dict[str, Any] | None = None
     offered: list[dict[str, Any]] | None = None  # the tools the model was shown and why (agent.loop.retrieval)
+    workers: list[str] = field(default_factory=list)  # the agent-workers that took its rounds (queue backend)
     _round: int = 0
 
     def observe(self, event: LoopEvent, pseudonyms: Pseudonymizer) -> None:

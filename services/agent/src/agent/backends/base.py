@@ -8,10 +8,22 @@ JSON-able so a round and its events can cross Redis unchanged.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol
 
 Message = dict[str, Any]  # Ollama's message shape: role, content, thinking?, tool_calls?, tool_name?
+
+# The workers that ran this request's rounds, as each reported itself when it took the round (agent.queue.client
+# notes them, the audit record names them). A list set once per request: tasks started under it share it.
+ran_by: ContextVar[list[str] | None] = ContextVar("ran_by", default=None)
+
+
+def note_worker(worker: str) -> None:
+    """Record that `worker` took one of the current request's rounds (outside a request: nothing)."""
+    workers = ran_by.get()
+    if workers is not None and worker not in workers:
+        workers.append(worker)
 
 
 @dataclass(frozen=True)
