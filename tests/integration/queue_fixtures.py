@@ -50,8 +50,10 @@ class RedisServer:
     def client(self) -> redis.Redis:
         """The tests' client of this server (one per start, closed when it stops: no connection left behind)."""
         if self._client is None:
-            login = {"username": HARNESS, "password": self.users.password(HARNESS)} if self.users else {}
-            self._client = redis.Redis(port=self.port, decode_responses=True, socket_timeout=5, **login)
+            user, password = (HARNESS, self.users.password(HARNESS)) if self.users else (None, None)
+            self._client = redis.Redis(
+                port=self.port, username=user, password=password, decode_responses=True, socket_timeout=5
+            )
         return self._client
 
     def start(self) -> None:

@@ -11,12 +11,14 @@ import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import redis
 from redis.exceptions import AuthenticationError, ConnectionError, NoPermissionError, ResponseError
 
+from agent.queue.keys import cancel_key, rq_job_key
 from tests.integration import queue_fixtures
 from tests.integration.conftest import McpServer, agent_env
 from tests.integration.queue_fixtures import RedisServer, Workers
@@ -49,6 +51,7 @@ __all__ = [  # the queue's own flows, collected again here: they run under the A
     "test_streaming_client_gone_while_queued_takes_its_round_off_the_queue",
 ]
 HOST = "gpu-host-2"
+PLANTED, SEEN, CANCEL = rq_job_key("planted"), rq_job_key("seen"), cancel_key("any")
 ROLES = ("api", "worker-main", f"worker-{HOST}")
 
 
@@ -66,13 +69,18 @@ def queue_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServe
 @pytest.fixture(autouse=True)
 def nothing_refused_to_the_queue(request: pytest.FixtureRequest, queue_redis: RedisServer) -> Iterator[None]:
     """The queue's flows run without one refusal: Redis's ACL LOG (every denied command or key) stays empty."""
-    queue_redis.client().execute_command("ACL", "LOG", "RESET")
+    run(queue_redis.client(), "ACL", "LOG", "RESET")
     yield
     if request.function.__name__ in __all__:
-        log = queue_redis.client().execute_command("ACL", "LOG")
+        log = run(queue_redis.client(), "ACL", "LOG")
         # RQ asks CLIENT LIST for its own address (shown by `rq info`) and does without it when refused
         denied = [e for e in log if not (e["object"] == "client|list" and e["username"].startswith("worker"))]
         assert not denied, [{k: e[k] for k in ("reason", "object", "username", "context")} for e in denied]
+
+
+def run(client: redis.Redis, *command: str) -> Any:
+    """One command as redis-py sends it (its `execute_command` is untyped)."""
+    return client.execute_command(*command)  # type: ignore[no-untyped-call]
 
 
 def login(server: RedisServer, user: str | None, password: str | None = None) -> redis.Redis:
@@ -85,13 +93,13 @@ def login(server: RedisServer, user: str | None, password: str | None = None) ->
 def refused(server: RedisServer, user: str, *command: str) -> bool:
     """Whether the ACL refuses `user` the command: asked of the server (ACL DRYRUN, so a SHUTDOWN it allowed would
     not run) and, when the command is harmless here, tried for real on a connection of that user."""
-    allowed = server.client().execute_command("ACL", "DRYRUN", user, *command) in ("OK", b"OK")
+    allowed = run(server.client(), "ACL", "DRYRUN", user, *command) in ("OK", b"OK")
     if allowed and command[0] != "EVAL":  # what a script calls is checked only as it runs
         return False
     if command[0] in ("DEBUG", "SHUTDOWN", "SUBSCRIBE", "MONITOR"):  # DEBUG is off in the config besides
         return True
     try:
-        login(server, user).execute_command(*command)
+        run(login(server, user), *command)
     except ResponseError as exc:  # NoPermissionError, or a script's error naming the refused call
         return isinstance(exc, NoPermissionError) or "can't run this command" in str(exc)
     return False
@@ -102,7 +110,7 @@ def test_a_stolen_api_or_worker_credential_cannot_watch_reconfigure_list_or_wipe
     queue_redis: RedisServer, role: str
 ) -> None:
     queue_redis.client().set("agent:ratelimit:boss@example.com", "planted")  # another role's key
-    queue_redis.client().set("rq:job:planted", "x")
+    queue_redis.client().set(PLANTED, "x")
     stolen = login(queue_redis, role)
     assert stolen.ping()
     for command in (
@@ -124,11 +132,11 @@ def test_a_stolen_api_or_worker_credential_cannot_watch_reconfigure_list_or_wipe
         ("EVAL", "return redis.call('keys', '*')", "0"),  # a script runs with its caller's rights
     ):
         assert refused(queue_redis, role, *command), f"{role} may run {command}"
-    assert stolen.exists("rq:job:planted") == 1  # the queue's own keys stay reachable
+    assert stolen.exists(PLANTED) == 1  # the queue's own keys stay reachable
     if role.startswith("worker"):  # a worker reads a round's cancel flag, never sets one, nor rate limits
-        assert refused(queue_redis, role, "SET", "agent:round:any:cancel", "1")
+        assert refused(queue_redis, role, "SET", CANCEL, "1")
         assert refused(queue_redis, role, "GET", "agent:ratelimit:boss@example.com")
-        assert stolen.get("agent:round:any:cancel") is None
+        assert stolen.get(CANCEL) is None
 
 
 def test_no_user_and_the_old_shared_password_log_in_as_nobody(queue_redis: RedisServer) -> None:
@@ -143,14 +151,14 @@ def test_no_user_and_the_old_shared_password_log_in_as_nobody(queue_redis: Redis
 
 
 def test_a_stolen_operator_credential_reads_but_cannot_change_anything(queue_redis: RedisServer) -> None:
-    queue_redis.client().set("rq:job:seen", "x")
+    queue_redis.client().set(SEEN, "x")
     operator = login(queue_redis, "operator")
-    assert operator.get("rq:job:seen") == "x" and operator.info("server")["redis_version"]
-    assert operator.execute_command("ACL", "LOAD") in (b"OK", "OK", True)  # only the file on disk, written as root
+    assert operator.get(SEEN) == "x" and operator.info("server")["redis_version"]
+    assert run(operator, "ACL", "LOAD") in (b"OK", "OK", True)  # only the file on disk, written as root
     for command in (
         ("MONITOR",),
-        ("SET", "rq:job:seen", "y"),
-        ("DEL", "rq:job:seen"),
+        ("SET", SEEN, "y"),
+        ("DEL", SEEN),
         ("FLUSHALL",),
         ("CONFIG", "SET", "aclfile", "/tmp/mine.acl"),
         ("ACL", "SETUSER", "mine", "on", ">x", "~*", "+@all"),
@@ -167,12 +175,12 @@ def test_a_revoked_worker_host_is_cut_off_at_once_and_cannot_log_in_again(
 ) -> None:
     assert queue_redis.users is not None
     queue_redis.users.add_host("gpu-host-3")
-    login(queue_redis, "operator").execute_command("ACL", "LOAD")  # what scripts/worker-host does after secrets-init
+    run(login(queue_redis, "operator"), "ACL", "LOAD")  # what scripts/worker-host does after secrets-init
     other, revoked = login(queue_redis, f"worker-{HOST}"), login(queue_redis, "worker-gpu-host-3")
     password = queue_redis.users.password("worker-gpu-host-3")
     assert revoked.ping() and other.ping()
     queue_redis.users.revoke_host("gpu-host-3")
-    login(queue_redis, "operator").execute_command("ACL", "LOAD")
+    run(login(queue_redis, "operator"), "ACL", "LOAD")
     with pytest.raises((ConnectionError, AuthenticationError)):
         revoked.ping()  # its open connection was closed; redis-py's reconnect is refused
     with pytest.raises(AuthenticationError):
@@ -213,8 +221,9 @@ def test_the_audit_record_names_the_worker_that_ran_the_rounds(
     )
     with running(["agent-api"], env=env, ready_url=f"http://127.0.0.1:{port}/healthz"):
         body = {"model": "qwen3:4b", "messages": [{"role": "user", "content": "hello"}]}
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
         for stream in (False, True):
-            reply = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body | {"stream": stream}, timeout=60)
+            reply = httpx.post(url, json=body | {"stream": stream}, timeout=60)
             assert reply.status_code == 200, reply.text
     records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     for record in [r for r in records if r["event"] == "request"]:
