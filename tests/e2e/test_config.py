@@ -119,6 +119,7 @@ def test_a_worker_host_runs_ollama_and_a_hardened_worker_joining_the_main_server
     env = worker["environment"]
     assert env["REDIS_URL"] == "rediss://main-host:6380/0" and env["GPU_ID"] == "gpu-host-2-gpu0"
     assert env["REDIS_PASSWORD_FILE"] == "/run/local-agent/secrets/redis-password"
+    assert env["REDIS_USERNAME"] == "worker-gpu-host-2"  # its own Redis user, revoked alone (scripts/worker-host)
     assert [(v["target"], v["read_only"]) for v in worker["volumes"]] == [("/run/local-agent/secrets", True)]
     assert [p["target"] for p in worker["ports"]] == [9101]  # Prometheus on the main server scrapes it
     assert worker["user"] == "10001:10001" and worker["read_only"] is True and worker["cap_drop"] == ["ALL"]

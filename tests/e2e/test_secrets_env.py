@@ -11,9 +11,9 @@ from tests.e2e.stack import Stack
 pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.parametrize("service", ["agent-api", "agent-worker"])
-def test_no_process_holds_the_redis_password_in_its_environment(stack: Stack, service: str) -> None:
-    password = stack.exec(service, "cat", "/run/local-agent/redis/password").stdout.strip()
+@pytest.mark.parametrize("service, user", [("agent-api", "api"), ("agent-worker", "worker-main")])
+def test_no_process_holds_the_redis_password_in_its_environment(stack: Stack, service: str, user: str) -> None:
+    password = stack.exec(service, "cat", f"/run/local-agent/redis/{user}.password").stdout.strip()
     assert len(password) >= 32
     environ = stack.exec(service, "cat", "/proc/1/environ").stdout
     assert "REDIS_URL=redis://redis:6379/0" in environ.split("\0")

@@ -23,29 +23,44 @@ from agent.queue.keys import RQ_QUEUE_KEYS, WORKERS_SET, worker_status_key
 from agent.settings import Settings
 from tests.fakes.control import FakeOllama, fake_ollama_process
 from tests.support.procs import VENV_BIN, Proc, free_port, redis_server_cmd, start, wait_until
+from tests.support.redis_users import HARNESS, RedisUsers
 
 
 @dataclass
 class RedisServer:
-    """A private redis-server that tests may stop and restart on the same port and data dir."""
+    """A private redis-server that tests may stop and restart on the same port and data dir. With `users` it
+    loads the shipped ACL (tests/support/redis_users.py): the API then connects as `api`, workers as `worker-main`,
+    the tests' own client as the harness user."""
 
     port: int
     workdir: Path
     proc: Proc | None = None
     _client: redis.Redis | None = None
+    users: RedisUsers | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        """What the API connects with."""
+        return self.users.url(self.port, "api") if self.users else f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def worker_url(self) -> str:
+        return self.users.url(self.port, "worker-main") if self.users else self.url
 
     def client(self) -> redis.Redis:
         """The tests' client of this server (one per start, closed when it stops: no connection left behind)."""
         if self._client is None:
-            self._client = redis.Redis(port=self.port, decode_responses=True, socket_timeout=5)
+            user, password = (HARNESS, self.users.password(HARNESS)) if self.users else (None, None)
+            self._client = redis.Redis(
+                port=self.port, username=user, password=password, decode_responses=True, socket_timeout=5
+            )
         return self._client
 
     def start(self) -> None:
-        self.proc = start(redis_server_cmd(self.port, self.workdir), ready=lambda: bool(self.client().ping()))
+        cmd = redis_server_cmd(self.port, self.workdir)
+        if self.users is not None:
+            cmd += ["--aclfile", str(self.users.acl_file)]
+        self.proc = start(cmd, ready=lambda: bool(self.client().ping()))
 
     def stop(self) -> None:
         if self._client is not None:
@@ -70,7 +85,7 @@ class Workers:
 
     def start(self, gpu_id: str = "gpu0", **env: str) -> Proc:
         full_env = {
-            "REDIS_URL": self.redis.url,
+            "REDIS_URL": self.redis.worker_url,
             "OLLAMA_URL": self.ollama_url,
             "OLLAMA_MODEL": "qwen3:4b",
             "GPU_ID": gpu_id,

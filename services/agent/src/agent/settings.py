@@ -44,12 +44,13 @@ class Settings(BaseSettings):
     """the GPU queue (API and worker); also the rate-limit window with `RATE_LIMIT_BACKEND=auto`. `rediss://` for TLS.
     Credentials in the URL win over `REDIS_USERNAME` / `REDIS_PASSWORD`; messages show it without them"""
     redis_username: str | None = None
-    """the Redis ACL user (unset: `default`)"""
+    """the Redis ACL user: compose sets `api` for agent-api, `worker-main` for the local worker, `worker-NAME` on a
+    worker host (`scripts/worker-host`); unset: `default`, which the shipped Redis has off"""
     redis_password: SecretStr | None = None
     """the Redis password, when `REDIS_URL` carries none"""
     redis_password_file: Path | None = None
-    """a file holding the Redis password, read when `REDIS_PASSWORD` is unset (compose: written by `secrets-init`; a
-    worker host: a copy of the main host's file)"""
+    """a file holding the Redis user's password, read when `REDIS_PASSWORD` is unset (compose: written by
+    `secrets-init`, one per user; a worker host: the password `scripts/worker-host add` printed)"""
     redis_tls_ca_file: Path | None = None
     """`rediss://`: the CA certificate(s) that signed the Redis server's certificate (unset: the system's CAs)"""
     redis_tls_cert_file: Path | None = None

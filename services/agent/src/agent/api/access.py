@@ -18,7 +18,7 @@ from fastapi import Depends, FastAPI, Request
 
 from agent import metrics
 from agent.api.trail import Trail, capped
-from agent.backends.base import Message
+from agent.backends.base import Message, ran_by
 from agent.errors import AgentError, Unauthorized
 from agent.loop.events import Caller, LoopEvent
 from agent.loop.tasks import ClientTask
@@ -175,6 +175,7 @@ async def audited(
     security: Security = request.app.state.security
     toolbox = getattr(request.app.state, "toolbox", None)
     trail, status, error = Trail(toolbox.audit_rules if toolbox else lambda name: ArgumentRules()), 200, None
+    ran_by.set(trail.workers)
     try:
         async for event in events:
             trail.observe(event, security.pseudonyms)
@@ -194,23 +195,27 @@ async def audited(
 def _content(
     security: Security, model: str, conversation: list[Message], trail: Trail, task: ClientTask | None
 ) -> dict[str, Any]:
-    """What was asked and done; a client task is recorded as one, never as the user's question."""
+    """What was asked and done. A client task is recorded as one, never as the user's question, and with its
+    prompt's hash like every request; not its text, which carries the chat's answers (names the pseudonymiser
+    never met in this request)."""
     base = {
         "model": model,
-        "tool_calls": trail.calls,
+        "tool_calls": trail.logged_calls(security.pseudonyms),
         "rounds": trail.rounds,
         "answer_sha256": trail.answer_sha256,
         "grounding": trail.grounding,
         "tools_offered": trail.offered,
+        "workers": trail.workers,
     }
-    if task is not None:
-        return base | {"kind": "client_task", "task": task.kind, "question": None, "question_sha256": None}
     question = _question(conversation)
+    digest = hashlib.sha256(question.encode()).hexdigest()
+    if task is not None:
+        return base | {"kind": "client_task", "task": task.kind, "question": None, "question_sha256": digest}
     text = security.pseudonyms.text(question, trail.names)
     return base | {
         "kind": "chat",
         "question": text if security.settings.audit_question == "text" else None,
-        "question_sha256": hashlib.sha256(question.encode()).hexdigest(),
+        "question_sha256": digest,
     }
 
 

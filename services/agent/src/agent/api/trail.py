@@ -3,8 +3,11 @@ it, every argument logged the way its tool declares it, and the record cut to a 
 
 Which arguments are personal data (customer names or IDs) and which are free text (note texts, search
 patterns) is declared by each tool in the MCP server's tool list (`_meta["local-agent/audit"]`), never
-guessed from an argument's name. Customer IDs are taken only from declared personal arguments (what the
-tool received) and from successful results (what it returned); an error text is neither.
+guessed from an argument's name. A name learned that way (or from a customer record a tool returned) is then
+pseudonymised in every string argument of the request, whatever its key: a model that puts a customer's name
+under a key its tool does not declare does not get it logged in clear. Customer IDs are taken only from declared
+personal arguments (what the tool received) and from the customer records of successful results (what it
+returned); an error text, or a note that merely mentions an ID, is neither.
 """
 
 from __future__ import annotations
@@ -17,9 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.loop.events import FinalEvent, LoopEvent, ToolCallEvent, ToolResultEvent
-from agent.security.privacy import Pseudonymizer, result_names
+from agent.security.privacy import Pseudonymizer, customer_records, every_string
 from agent.toolspec import ArgumentRules
-from agent_contract.customers import customer_ids
 
 MAX_RECORD_BYTES = 16 * 1024  # a record past this is cut (and says so): one request cannot flood the log
 MAX_QUESTION_CHARS = 2000
@@ -60,6 +62,7 @@ class Trail:
     rounds: int = 0
     grounding: dict[str, Any] | None = None
     offered: list[dict[str, Any]] | None = None  # the tools the model was shown and why (agent.loop.retrieval)
+    workers: list[str] = field(default_factory=list)  # the agent-workers that took its rounds (queue backend)
     _round: int = 0
 
     def observe(self, event: LoopEvent, pseudonyms: Pseudonymizer) -> None:
@@ -80,12 +83,24 @@ class Trail:
                     "ungrounded": [u["text"] for u in g["ungrounded"]],
                 }
 
+    def logged_calls(self, pseudonyms: Pseudonymizer) -> list[dict[str, Any]]:
+        """The calls as the record keeps them: every customer name this request met pseudonymised in every string
+        argument, whatever its key (a name met only in a later call's result is replaced in earlier calls too)."""
+        if not self.names:
+            return self.calls
+
+        def hide(text: str) -> str:
+            return pseudonyms.text(text, self.names)
+
+        return [call | {"arguments": every_string(call["arguments"], hide)} for call in self.calls]
+
     def _result(self, event: ToolResultEvent, pseudonyms: Pseudonymizer) -> None:
         arguments, names, ids = logged_arguments(event.call.arguments, self.rules(event.call.name), pseudonyms)
         executed = event.outcome in ("ok", "error", "timeout")
         if event.outcome == "ok":  # what the tool returned; an error text proves nothing about a customer
-            names += result_names(event.content)
-            ids += customer_ids(event.content)
+            returned_names, returned_ids = customer_records(event.content)
+            names += returned_names
+            ids += returned_ids
         self.names += names
         self.calls.append(
             {

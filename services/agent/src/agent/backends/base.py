@@ -8,10 +8,23 @@ JSON-able so a round and its events can cross Redis unchanged.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol
 
 Message = dict[str, Any]  # Ollama's message shape: role, content, thinking?, tool_calls?, tool_name?
+
+# The workers that ran this request's rounds, as each reported itself when it took the round (agent.queue.client
+# notes them, the audit record names them). A list set once per request: tasks started under it share it.
+ran_by: ContextVar[list[str] | None] = ContextVar("ran_by", default=None)
+MAX_WORKER_NAME, MAX_WORKERS_NAMED = 200, 16
+
+
+def note_worker(worker: str) -> None:
+    """Record that `worker` took one of the current request's rounds (outside a request: nothing)."""
+    workers, name = ran_by.get(), worker[:MAX_WORKER_NAME]  # what a worker says of itself: bounded
+    if workers is not None and name not in workers and len(workers) < MAX_WORKERS_NAMED:
+        workers.append(name)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict
+from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict, note_worker
 from agent.errors import DependencyDown, QueueFull, QueueTimeout
 from agent.metrics import QUEUE_DEPTH, QUEUE_WAIT, REJECTED
 from agent.queue import keys, rq_adapter
@@ -229,6 +229,7 @@ class QueueBackend:
         kind = data.get("kind")
         if kind == "accepted":
             rnd.phase = "accepted"
+            note_worker(str(data.get("worker")))  # named in the request's audit record
         elif kind == "started":
             rnd.phase, rnd.queue_wait = "running", now - rnd.enqueued
             QUEUE_WAIT.observe(rnd.queue_wait)

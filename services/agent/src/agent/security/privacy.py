@@ -4,7 +4,8 @@ A pseudonym is `name:` + the first 16 hex digits of HMAC-SHA256(PSEUDONYM_KEY, f
 same customer gets the same pseudonym in every record (queries still work) while the log alone does not
 name anyone. Whoever holds the key can test a guessed name: keep the key apart from the log.
 Names are recognised where the tools see them: the arguments a tool declares personal (agent.api.trail)
-and the `name` fields of customer tool results; those names are then also replaced in the question text.
+and the `name` fields of customer records in tool results; those names are then replaced wherever else they
+occur in the record: the question text and every string argument of every call, whatever its key.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import hmac
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from agent.settings import Settings
+from agent_contract.customers import CUSTOMER_ID, MAX_IDS
 from agent_contract.secrets import read_secret
 
 
@@ -57,23 +59,44 @@ class Pseudonymizer:
         return text
 
 
-def result_names(text: str) -> list[str]:
-    """Customer names in a tool result: the `name` fields next to a `customer_id` in its JSON."""
+def customer_records(text: str) -> tuple[list[str], list[str]]:
+    """(names, IDs) of the customer records in a tool result: the JSON objects that carry a `customer_id`.
+    Free text that merely mentions a customer (a note about C1009, a file naming him) is not a record."""
     try:
         data = json.loads(text)
     except ValueError:
-        return []
-    found: list[str] = []
+        return [], []
+    names: list[str] = []
+    ids: list[str] = []
     stack: list[Any] = [data]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            if isinstance(item.get("name"), str) and "customer_id" in item:
-                found.append(item["name"])
+            found = item.get("customer_id")
+            if isinstance(found, str) and CUSTOMER_ID.fullmatch(found):
+                ids.append(found)
+                if isinstance(item.get("name"), str):
+                    names.append(item["name"])
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-    return found
+    return names, sorted(set(ids))[:MAX_IDS]
+
+
+def result_names(text: str) -> list[str]:
+    """Customer names in a tool result: the `name` fields of its customer records."""
+    return customer_records(text)[0]
+
+
+def every_string(value: Any, change: Callable[[str], str]) -> Any:
+    """`value` (JSON-like) with `change` applied to every string in it, at any depth."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {k: every_string(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [every_string(v, change) for v in value]
+    return value
 
 
 def pseudonymizer(settings: Settings, audit_key: bytes) -> Pseudonymizer:
