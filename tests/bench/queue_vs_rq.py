@@ -1,10 +1,8 @@
 """bench-queue --rq: agent-worker's own dispatcher next to RQ's own worker, against the scripted model.
 
-Four implementations, each with one slot and its own Redis database on one redis-server, all started once and
+Three implementations, each with one slot and its own Redis database on one redis-server, all started once and
 measured in turn (interleaved: per repetition, per round length, each implementation):
   agent-worker      the shipped worker (its dispatcher claims rounds itself, agent.queue.dispatch)
-  agent-worker, no lookahead   the same, never starting a round before claiming it: its database holds the
-                    status key of a second (idle, absent) worker, which turns the lookahead off
   rq SimpleWorker   `rq worker -w rq.worker.SimpleWorker`: RQ's loop, the job run in the worker process
   rq Worker (fork)  `rq worker`: RQ's default, a work horse forked per job
 Both RQ workers read the three priority queues in order and run tests.bench.rq_round.run_round; the API side
@@ -46,8 +44,7 @@ LENGTHS = (0.2, 1.0, 3.0)  # s per round
 ROUNDS = {0.2: 40, 1.0: 20, 3.0: 8}  # per cell and repetition
 QUICK_ROUNDS = {0.2: 15, 1.0: 8, 3.0: 4}
 CLIENTS = 3
-IMPLS = ("agent-worker", "agent-worker, no lookahead", "rq SimpleWorker", "rq Worker (fork)")
-OWN = IMPLS[:2]
+IMPLS = ("agent-worker", "rq SimpleWorker", "rq Worker (fork)")
 RQ_FUNCTION = "tests.bench.rq_round.run_round"
 QUEUES = ("agent-rounds-continuing", "agent-rounds-new", "agent-rounds-tasks")  # agent.queue.keys.QUEUE_ORDER
 
@@ -78,13 +75,22 @@ def cpu_s(pid: int) -> float:
 
 
 def worker_cmds(url: str) -> dict[str, list[str]]:
-    rq = [sys.executable, "-m", "tests.bench.rq_round", "worker", "-S", "json", "--disable-job-desc-logging",
-          "--logging_level", "WARNING", "-u"]
+    rq = [
+        sys.executable,
+        "-m",
+        "tests.bench.rq_round",
+        "worker",
+        "-S",
+        "json",
+        "--disable-job-desc-logging",
+        "--logging_level",
+        "WARNING",
+        "-u",
+    ]
     return {
         IMPLS[0]: [str(VENV_BIN / "agent-worker")],
-        IMPLS[1]: [str(VENV_BIN / "agent-worker")],
-        IMPLS[2]: [*rq, f"{url}/2", "-w", "rq.worker.SimpleWorker", *QUEUES],
-        IMPLS[3]: [*rq, f"{url}/3", *QUEUES],
+        IMPLS[1]: [*rq, f"{url}/1", "-w", "rq.worker.SimpleWorker", *QUEUES],
+        IMPLS[2]: [*rq, f"{url}/2", *QUEUES],
     }
 
 
@@ -92,13 +98,9 @@ def start_workers(stack: ExitStack, url: str, fake: str, env: dict[str, str]) ->
     started = {}
     for db, (impl, cmd) in enumerate(worker_cmds(url).items()):
         db_url = f"{url}/{db}"
-        if impl == IMPLS[1]:  # another live worker (agent.queue.dispatch._PEEK): this one never speculates
-            peer = redis.Redis.from_url(db_url)
-            peer.set("agent:worker:peer:status", '{"worker": "peer", "gpu_id": "gpu-peer", "slots": 1}', ex=3600)
-            peer.sadd("agent:workers", "peer")
 
-        def ready(u: str = db_url, others: int = int(impl == IMPLS[1])) -> bool:
-            return len(redis.Redis.from_url(u).smembers("agent:workers")) > others
+        def ready(u: str = db_url) -> bool:
+            return bool(redis.Redis.from_url(u).smembers("agent:workers"))
 
         own_env = {**env, "REDIS_URL": db_url, "OLLAMA_URL": fake, "WORKER_METRICS_PORT": str(free_port())}
         proc = stack.enter_context(running(cmd, env=own_env, ready=ready))
@@ -107,8 +109,14 @@ def start_workers(stack: ExitStack, url: str, fake: str, env: dict[str, str]) ->
 
 
 def req(text: str) -> RoundRequest:
-    return RoundRequest(MODEL, [{"role": "user", "content": text}], None, {"num_ctx": 8192, "temperature": 0.0},
-                        request_id=f"bench-{text}", round=1)
+    return RoundRequest(
+        MODEL,
+        [{"role": "user", "content": text}],
+        None,
+        {"num_ctx": 8192, "temperature": 0.0},
+        request_id=f"bench-{text}",
+        round=1,
+    )
 
 
 async def drive(queue: QueueBackend, rounds: int) -> None:
@@ -124,8 +132,9 @@ async def drive(queue: QueueBackend, rounds: int) -> None:
     await asyncio.gather(*(client() for _ in range(CLIENTS)))
 
 
-async def measure(queue: QueueBackend, fake: httpx.AsyncClient, length: float, rounds: int,
-                  pids: tuple[int, int], cell: Cell) -> None:
+async def measure(
+    queue: QueueBackend, fake: httpx.AsyncClient, length: float, rounds: int, pids: tuple[int, int], cell: Cell
+) -> None:
     tokens = max(1, round(length / TOKEN_DELAY))
     (await fake.post("/_fake/reset")).raise_for_status()
     body = {"default": {"content": " ".join(["tok"] * tokens)}, "token_delay": TOKEN_DELAY}
@@ -143,12 +152,19 @@ async def measure(queue: QueueBackend, fake: httpx.AsyncClient, length: float, r
 
 
 def settings_for(redis_url: str, fake: str) -> Settings:
-    return Settings(redis_url=redis_url, ollama_url=fake, ollama_model=MODEL, model_backend="queue",
-                    max_queue_depth=256, think_holdback_models="")
+    return Settings(
+        redis_url=redis_url,
+        ollama_url=fake,
+        ollama_model=MODEL,
+        model_backend="queue",
+        max_queue_depth=256,
+        think_holdback_models="",
+    )
 
 
-async def side_by_side(workers: dict[str, tuple[str, Proc]], redis_pid: int, fake_url: str, reps: int,
-                       quick: bool) -> dict[tuple[str, float], Cell]:
+async def side_by_side(
+    workers: dict[str, tuple[str, Proc]], redis_pid: int, fake_url: str, reps: int, quick: bool
+) -> dict[tuple[str, float], Cell]:
     cells = {(impl, length): Cell() for impl in IMPLS for length in LENGTHS}
     queues = {impl: QueueBackend(settings_for(url, fake_url)) for impl, (url, _) in workers.items()}
     shipped, plan = rq_adapter.JOB_FUNCTION, QUICK_ROUNDS if quick else ROUNDS
@@ -157,7 +173,7 @@ async def side_by_side(workers: dict[str, tuple[str, Proc]], redis_pid: int, fak
             for rep in range(-1, reps):  # repetition -1 warms every worker up and is discarded
                 for length in LENGTHS if rep >= 0 else (0.2,):
                     for impl in IMPLS:
-                        rq_adapter.JOB_FUNCTION = shipped if impl in OWN else RQ_FUNCTION
+                        rq_adapter.JOB_FUNCTION = shipped if impl == IMPLS[0] else RQ_FUNCTION
                         pids = (workers[impl][1].popen.pid, redis_pid)
                         cell = cells[impl, length] if rep >= 0 else Cell()
                         await measure(queues[impl], fake, length, plan[length] if rep >= 0 else 4, pids, cell)
@@ -169,24 +185,28 @@ async def side_by_side(workers: dict[str, tuple[str, Proc]], redis_pid: int, fak
 
 
 def table(cells: dict[tuple[str, float], Cell], reps: int) -> Iterator[str]:
-    yield (f"5. agent-worker vs RQ's own worker: {CLIENTS} clients back to back, 1 slot, {TOKEN_DELAY * 1000:g} ms "
-           f"per token, {reps} interleaved repetitions")
-    yield ("   round  implementation             GPU busy (min-max)        gap p50 / p99 ms   wait p50 / p99 s   "
-           "CPU ms/round worker+redis / api")
+    yield (
+        f"5. agent-worker vs RQ's own worker: {CLIENTS} clients back to back, 1 slot, {TOKEN_DELAY * 1000:g} ms "
+        f"per token, {reps} interleaved repetitions"
+    )
+    yield (
+        "   round  implementation     GPU busy (min-max)        gap p50 / p99 ms   wait p50 / p99 s   "
+        "CPU ms/round worker+redis / api"
+    )
     for length in LENGTHS:
         for impl in IMPLS:
             c = cells[impl, length]
             busy = statistics.mean(c.busy)
             gaps = [g * 1000 for g in c.gaps] or [0.0]
-            yield (f"   {length:4.1f} s {impl:<26} {busy:7.2%} ({min(c.busy):6.2%}-{max(c.busy):6.2%})  "
-                   f"{statistics.median(gaps):7.2f} / {pct(gaps, 99):7.2f}    "
-                   f"{statistics.median(c.waits):5.2f} / {pct(c.waits, 99):5.2f}      "
-                   f"{statistics.mean(c.worker_cpu) * 1000:7.1f} / {statistics.mean(c.api_cpu) * 1000:6.1f}")
+            yield (
+                f"   {length:4.1f} s {impl:<18} {busy:7.2%} ({min(c.busy):6.2%}-{max(c.busy):6.2%})  "
+                f"{statistics.median(gaps):7.2f} / {pct(gaps, 99):7.2f}    "
+                f"{statistics.median(c.waits):5.2f} / {pct(c.waits, 99):5.2f}      "
+                f"{statistics.mean(c.worker_cpu) * 1000:7.1f} / {statistics.mean(c.api_cpu) * 1000:6.1f}"
+            )
     own = statistics.mean(cells[IMPLS[0], 1.0].busy)
-    best_impl = max(IMPLS[2:], key=lambda i: statistics.mean(cells[i, 1.0].busy))
+    best_impl = max(IMPLS[1:], key=lambda i: statistics.mean(cells[i, 1.0].busy))
     best = statistics.mean(cells[best_impl, 1.0].busy)
     points = (own - best) * 100
     verdict = "within 1 point: switch to RQ's worker" if points <= 1.0 else "more than 1 point: keep an own dispatcher"
-    plain = statistics.mean(cells[IMPLS[1], 1.0].busy)
-    yield f"   the lookahead buys {(own - plain) * 100:+.2f} points of GPU busy at 1 s rounds"
     yield f"   at 1 s rounds: agent-worker {own:.2%}, best RQ ({best_impl}) {best:.2%}: {points:+.2f} points, {verdict}"

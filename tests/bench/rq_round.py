@@ -107,8 +107,16 @@ def _stream(http: httpx.Client, request: RoundRequest, out: Batches) -> dict[str
 def _publish_status(url: str, gpu_id: str) -> None:
     """The status key agent.queue.registry reads, every second (RQ has its own worker registry, the API not)."""
     conn, wid = Redis.from_url(url), f"{gpu_id}.rq.{os.getpid()}.{uuid.uuid4().hex[:6]}"
-    status = {"worker": wid, "gpu_id": gpu_id, "slots": 1, "ollama_reachable": True, "model_present": True,
-              "warmed": True, "models": [os.environ.get("OLLAMA_MODEL", "")], "detail": "rq worker (bench)"}
+    status = {
+        "worker": wid,
+        "gpu_id": gpu_id,
+        "slots": 1,
+        "ollama_reachable": True,
+        "model_present": True,
+        "warmed": True,
+        "models": [os.environ.get("OLLAMA_MODEL", "")],
+        "detail": "rq worker (bench)",
+    }
     while True:
         conn.set(keys.worker_status_key(wid), json.dumps({**status, "heartbeat": time.time()}), ex=keys.STATUS_TTL)
         conn.sadd(keys.WORKERS_SET, wid)
