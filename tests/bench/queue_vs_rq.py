@@ -139,7 +139,7 @@ async def measure(
     (await fake.post("/_fake/reset")).raise_for_status()
     body = {"default": {"content": " ".join(["tok"] * tokens)}, "token_delay": TOKEN_DELAY}
     (await fake.post("/_fake/script", json=body)).raise_for_status()
-    waits = queue_client.QUEUE_WAIT = Waits()  # type: ignore[assignment]
+    waits = queue_client.QUEUE_WAIT = Waits()  # type: ignore[assignment,attr-defined]
     before, api_before = sum(cpu_s(p) for p in pids), time.process_time()
     await drive(queue, rounds)
     after, api_after = sum(cpu_s(p) for p in pids), time.process_time()

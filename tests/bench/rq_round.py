@@ -127,7 +127,7 @@ def main() -> None:
     importlib.import_module("tests.bench.rq_round")  # as itself, not __main__: the work horses find it imported
     url = sys.argv[sys.argv.index("-u") + 1]
     threading.Thread(target=_publish_status, args=(url, os.environ.get("GPU_ID", "gpu0")), daemon=True).start()
-    from rq.cli import main as rq_main
+    from rq.cli.cli import main as rq_main
 
     rq_main()
 
