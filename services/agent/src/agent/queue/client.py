@@ -16,7 +16,6 @@ import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -34,6 +33,7 @@ from agent.queue.depth import DepthGauge, estimate_retry_after
 from agent.queue.events import error_from
 from agent.queue.reader import StreamReader
 from agent.queue.registry import WorkerRegistry, capacity
+from agent.queue.rounds import Round, WorkerLost, queue_for, raise_if_cancelled
 from agent.redisconn import connection_options, redacted
 from agent.settings import Settings
 
@@ -45,40 +45,6 @@ NO_WORKER_GRACE = 5.0  # queued rounds survive a worker restart this long
 JOB_TIMEOUT_S = 60  # RQ's timeout of run_round, which starts the round and returns (agent.queue.jobs)
 
 log = structlog.get_logger("agent.queue.client")
-
-
-def queue_for(request: RoundRequest, continuing_first: bool = True) -> str:
-    """Rounds of conversations under way (round > 1) go on the queue every worker reads first;
-    client task rounds on the one read last."""
-    if request.priority == "task":
-        return keys.QUEUE_TASKS
-    return keys.QUEUE_CONTINUING if continuing_first and request.round > 1 else keys.QUEUE_NEW
-
-
-class WorkerLost(Exception):
-    """The worker holding a round stopped answering (killed, crashed, or cut off from Redis)."""
-
-
-@dataclass
-class _Round:
-    request: RoundRequest
-    job_id: str
-    enqueued: float = 0.0  # monotonic
-    phase: str = "queued"  # queued → accepted (worker has it) → running (GPU lock held)
-    queue_wait: float | None = None
-    forwarded: bool = False  # an event reached the caller: a retry would repeat it
-    finished: bool = False
-    vanished: float | None = None
-    no_worker_since: float | None = None
-
-
-def _raise_if_cancelled() -> None:
-    """Re-raise a cancellation the Redis client swallowed. redis-py's asyncio client sometimes returns normally
-    from a blocking XREAD that was cancelled (measured with redis-py 8.1: 5 of 300 cancels): the round of a client
-    gone while queued then ran anyway. The task still counts the request (Task.cancelling), so ask it."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
 
 
 class QueueBackend:
@@ -112,7 +78,7 @@ class QueueBackend:
     async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
         retried = False
         while True:
-            rnd = _Round(request, uuid.uuid4().hex)
+            rnd = Round(request, uuid.uuid4().hex)
             try:
                 await self._enqueue(rnd, front=retried)
                 async for event in self._follow(rnd):
@@ -132,7 +98,7 @@ class QueueBackend:
                 if request.priority == "task":
                     self._spawn(self._untrack(rnd.job_id))
 
-    async def _enqueue(self, rnd: _Round, front: bool) -> None:
+    async def _enqueue(self, rnd: Round, front: bool) -> None:
         try:
             workers = await self.workers.live()
             if not workers:
@@ -162,7 +128,7 @@ class QueueBackend:
         self.depth.set(admission.waiting)
         log.debug("round_enqueued", job_id=rnd.job_id, round=rnd.request.round, depth=depth)
 
-    async def _push(self, rnd: _Round, front: bool) -> rq_adapter.Admission:
+    async def _push(self, rnd: Round, front: bool) -> rq_adapter.Admission:
         """Save the job and admit it in one MULTI/EXEC. A user round preempts the client task rounds under way
         in the same transaction (their tasks are answered locally); a task round joins them."""
         name = keys.QUEUE_CONTINUING if front else queue_for(rnd.request, self.continuing_first)
@@ -176,13 +142,13 @@ class QueueBackend:
         )
         return await rq_adapter.push(self.redis, self._queues[name, not front], spec, at_front=front)
 
-    async def _follow(self, rnd: _Round) -> AsyncIterator[RoundEvent]:
+    async def _follow(self, rnd: Round) -> AsyncIterator[RoundEvent]:
         last_seen = checked = time.monotonic()
         try:
             async with StreamReader(self.redis.connection_pool, keys.events_key(rnd.job_id)) as stream:
                 while True:
                     entries = await stream.read(count=512, block_ms=BLOCK_MS)
-                    _raise_if_cancelled()
+                    raise_if_cancelled()
                     now = time.monotonic()
                     for _entry_id, data in entries:
                         last_seen = now
@@ -194,11 +160,11 @@ class QueueBackend:
                     if not entries or now - checked >= CHECK_EVERY:
                         checked = now
                         await self._check(rnd, now, last_seen)
-                        _raise_if_cancelled()
+                        raise_if_cancelled()
         except RedisError as exc:
             raise self.workers.redis_down(exc) from exc
 
-    def _handle(self, rnd: _Round, data: dict[str, Any], now: float) -> RoundEvent | None:
+    def _handle(self, rnd: Round, data: dict[str, Any], now: float) -> RoundEvent | None:
         kind = data.get("kind")
         if kind == "accepted":
             rnd.phase = "accepted"
@@ -218,7 +184,7 @@ class QueueBackend:
             return event
         return None
 
-    async def _check(self, rnd: _Round, now: float, last_seen: float) -> None:
+    async def _check(self, rnd: Round, now: float, last_seen: float) -> None:
         waited = now - rnd.enqueued
         if (
             rnd.request.priority == "task"
@@ -250,7 +216,7 @@ class QueueBackend:
         if now - rnd.no_worker_since > NO_WORKER_GRACE:
             raise DependencyDown(self.workers.no_worker())
 
-    async def _abandon(self, rnd: _Round) -> None:
+    async def _abandon(self, rnd: Round) -> None:
         """Client gone or round failed: take the job off the queue, or tell its worker to stop."""
         task = self._spawn(self._cancel_job(rnd.job_id))
         with contextlib.suppress(asyncio.CancelledError):
