@@ -11,10 +11,10 @@ from prometheus_client import REGISTRY
 
 from agent.backends.base import RoundEvent, RoundRequest
 from agent.queue import client, depth, keys
-from agent.queue.client import QueueBackend
+from agent.queue.client import QueueBackend, _Round
 from agent.queue.depth import estimate_retry_after
 from agent.queue.registry import capacity
-from agent.queue.rounds import Round, queue_for
+from agent.queue.rounds import queue_for
 from agent.settings import Settings
 
 
@@ -89,7 +89,7 @@ async def test_a_cancellation_the_redis_client_swallows_still_ends_the_follow(mo
     backend._check = no_check  # type: ignore[method-assign,assignment]
 
     async def first_event() -> RoundEvent:
-        return await anext(backend._follow(Round(make(1), "job")))
+        return await anext(backend._follow(_Round(make(1), "job")))
 
     follow = asyncio.create_task(first_event())
     await reading.wait()
@@ -102,7 +102,7 @@ async def test_rounds_starting_together_trigger_one_depth_sample() -> None:
     """Each start used to add a Redis pipeline beside the round's first tokens; one sample serves them all."""
     backend = QueueBackend(Settings(redis_url="redis://127.0.0.1:1/0", model_backend="queue"))
     for job in ("a", "b", "c"):
-        backend._handle(Round(make(1), job), {"kind": "started"}, 0.0)
+        backend._handle(_Round(make(1), job), {"kind": "started"}, 0.0)
     assert len(backend._background) == 1
     await backend.aclose()
 

@@ -16,6 +16,7 @@ import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -28,12 +29,11 @@ from redis.exceptions import RedisError
 from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict
 from agent.errors import DependencyDown, QueueFull, QueueTimeout
 from agent.metrics import QUEUE_WAIT, REJECTED
-from agent.queue import keys, rq_adapter
+from agent.queue import keys, rounds, rq_adapter
 from agent.queue.depth import DepthGauge, estimate_retry_after
 from agent.queue.events import error_from
 from agent.queue.reader import StreamReader
 from agent.queue.registry import WorkerRegistry, capacity
-from agent.queue.rounds import Round, WorkerLost, queue_for, raise_if_cancelled
 from agent.redisconn import connection_options, redacted
 from agent.settings import Settings
 
@@ -45,6 +45,19 @@ NO_WORKER_GRACE = 5.0  # queued rounds survive a worker restart this long
 JOB_TIMEOUT_S = 60  # RQ's timeout of run_round, which starts the round and returns (agent.queue.jobs)
 
 log = structlog.get_logger("agent.queue.client")
+
+
+@dataclass
+class _Round:
+    request: RoundRequest
+    job_id: str
+    enqueued: float = 0.0  # monotonic
+    phase: str = "queued"  # queued → accepted (worker has it) → running (GPU lock held)
+    queue_wait: float | None = None
+    forwarded: bool = False  # an event reached the caller: a retry would repeat it
+    finished: bool = False
+    vanished: float | None = None
+    no_worker_since: float | None = None
 
 
 class QueueBackend:
@@ -78,13 +91,13 @@ class QueueBackend:
     async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
         retried = False
         while True:
-            rnd = Round(request, uuid.uuid4().hex)
+            rnd = _Round(request, uuid.uuid4().hex)
             try:
                 await self._enqueue(rnd, front=retried)
                 async for event in self._follow(rnd):
                     yield event
                 return
-            except WorkerLost as exc:
+            except rounds.WorkerLost as exc:
                 if retried or rnd.forwarded or request.priority == "task" or not await self.workers.live(fresh=True):
                     raise DependencyDown(
                         f"agent-worker stopped mid-round ({exc}); the answer is incomplete. "
@@ -98,7 +111,7 @@ class QueueBackend:
                 if request.priority == "task":
                     self._spawn(self._untrack(rnd.job_id))
 
-    async def _enqueue(self, rnd: Round, front: bool) -> None:
+    async def _enqueue(self, rnd: _Round, front: bool) -> None:
         try:
             workers = await self.workers.live()
             if not workers:
@@ -128,10 +141,10 @@ class QueueBackend:
         self.depth.set(admission.waiting)
         log.debug("round_enqueued", job_id=rnd.job_id, round=rnd.request.round, depth=depth)
 
-    async def _push(self, rnd: Round, front: bool) -> rq_adapter.Admission:
+    async def _push(self, rnd: _Round, front: bool) -> rq_adapter.Admission:
         """Save the job and admit it in one MULTI/EXEC. A user round preempts the client task rounds under way
         in the same transaction (their tasks are answered locally); a task round joins them."""
-        name = keys.QUEUE_CONTINUING if front else queue_for(rnd.request, self.continuing_first)
+        name = keys.QUEUE_CONTINUING if front else rounds.queue_for(rnd.request, self.continuing_first)
         settings = self.settings
         spec = rq_adapter.JobSpec(
             job_id=rnd.job_id,
@@ -142,13 +155,13 @@ class QueueBackend:
         )
         return await rq_adapter.push(self.redis, self._queues[name, not front], spec, at_front=front)
 
-    async def _follow(self, rnd: Round) -> AsyncIterator[RoundEvent]:
+    async def _follow(self, rnd: _Round) -> AsyncIterator[RoundEvent]:
         last_seen = checked = time.monotonic()
         try:
             async with StreamReader(self.redis.connection_pool, keys.events_key(rnd.job_id)) as stream:
                 while True:
                     entries = await stream.read(count=512, block_ms=BLOCK_MS)
-                    raise_if_cancelled()
+                    rounds.raise_if_cancelled()
                     now = time.monotonic()
                     for _entry_id, data in entries:
                         last_seen = now
@@ -160,11 +173,11 @@ class QueueBackend:
                     if not entries or now - checked >= CHECK_EVERY:
                         checked = now
                         await self._check(rnd, now, last_seen)
-                        raise_if_cancelled()
+                        rounds.raise_if_cancelled()
         except RedisError as exc:
             raise self.workers.redis_down(exc) from exc
 
-    def _handle(self, rnd: Round, data: dict[str, Any], now: float) -> RoundEvent | None:
+    def _handle(self, rnd: _Round, data: dict[str, Any], now: float) -> RoundEvent | None:
         kind = data.get("kind")
         if kind == "accepted":
             rnd.phase = "accepted"
@@ -184,7 +197,7 @@ class QueueBackend:
             return event
         return None
 
-    async def _check(self, rnd: Round, now: float, last_seen: float) -> None:
+    async def _check(self, rnd: _Round, now: float, last_seen: float) -> None:
         waited = now - rnd.enqueued
         if (
             rnd.request.priority == "task"
@@ -200,7 +213,7 @@ class QueueBackend:
             )
         if rnd.phase != "queued":
             if now - last_seen > WORKER_LOST_AFTER:
-                raise WorkerLost(f"no heartbeat for {now - last_seen:.1f} s")
+                raise rounds.WorkerLost(f"no heartbeat for {now - last_seen:.1f} s")
             return
         pipe = self.redis.pipeline(transaction=False)
         for key in keys.RQ_QUEUE_KEYS:
@@ -208,7 +221,7 @@ class QueueBackend:
         if not any(pos is not None for pos in await pipe.execute()):
             rnd.vanished = rnd.vanished or now
             if now - rnd.vanished > VANISHED_AFTER:
-                raise WorkerLost("the job left the queue but its worker never reported")
+                raise rounds.WorkerLost("the job left the queue but its worker never reported")
         if await self.workers.live():
             rnd.no_worker_since = None
             return
@@ -216,7 +229,7 @@ class QueueBackend:
         if now - rnd.no_worker_since > NO_WORKER_GRACE:
             raise DependencyDown(self.workers.no_worker())
 
-    async def _abandon(self, rnd: Round) -> None:
+    async def _abandon(self, rnd: _Round) -> None:
         """Client gone or round failed: take the job off the queue, or tell its worker to stop."""
         task = self._spawn(self._cancel_job(rnd.job_id))
         with contextlib.suppress(asyncio.CancelledError):

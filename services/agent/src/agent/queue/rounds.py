@@ -1,13 +1,9 @@
-"""A round as the API side of the queue follows it (agent.queue.client): its state, its queue, how it fails.
-
-A round is enqueued on the continuing-rounds queue (round > 1), the new-rounds queue or the client tasks' queue,
-and moves queued → accepted (a worker took it) → running (it holds a GPU slot) as its events arrive.
-"""
+"""Rules the API side of the queue (agent.queue.client) applies to a round: its queue, how its worker is lost,
+a cancellation redis-py swallowed."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 from agent.backends.base import RoundRequest
 from agent.queue import keys
@@ -23,21 +19,6 @@ def queue_for(request: RoundRequest, continuing_first: bool = True) -> str:
 
 class WorkerLost(Exception):
     """The worker holding a round stopped answering (killed, crashed, or cut off from Redis)."""
-
-
-@dataclass
-class Round:
-    """One attempt at a round, as the API follows it (a retry is a new Round with a new job id)."""
-
-    request: RoundRequest
-    job_id: str
-    enqueued: float = 0.0  # monotonic
-    phase: str = "queued"  # queued → accepted (worker has it) → running (GPU lock held)
-    queue_wait: float | None = None
-    forwarded: bool = False  # an event reached the caller: a retry would repeat it
-    finished: bool = False
-    vanished: float | None = None
-    no_worker_since: float | None = None
 
 
 def raise_if_cancelled() -> None:
