@@ -20,10 +20,6 @@ ROOTS = {
     "agent_contract": REPO / "contract/src/agent_contract",
 }
 MAX_LINES = 300
-# Files and cycles that break a rule today and are being taken apart (issue 25); the test fails once one is
-# fixed so that this list only shrinks.
-KNOWN_LONG = frozenset({"services/agent/src/agent/queue/dispatch.py", "services/agent/src/agent/queue/client.py"})
-KNOWN_CYCLES = frozenset({frozenset({"agent.queue.dispatch", "agent.queue.writer"})})
 
 
 def sources() -> Iterator[tuple[str, Path]]:
@@ -105,21 +101,11 @@ def long_files() -> set[str]:
 
 
 def test_no_source_file_is_over_300_lines() -> None:
-    assert long_files() - KNOWN_LONG == set()
-
-
-def test_the_known_long_files_are_still_long() -> None:
-    """Shorten one and this fails: take it off KNOWN_LONG."""
-    assert long_files() >= KNOWN_LONG
+    assert long_files() == set()
 
 
 def test_no_import_cycle() -> None:
-    assert set(cycles(graph())) - KNOWN_CYCLES == set()
-
-
-def test_the_known_cycles_still_exist() -> None:
-    """Break one and this fails: take it off KNOWN_CYCLES."""
-    assert set(KNOWN_CYCLES) <= set(cycles(graph()))
+    assert cycles(graph()) == []
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,11 @@ import pytest
 from prometheus_client import REGISTRY
 
 from agent.backends.base import RoundEvent, RoundRequest
-from agent.queue import client, keys
-from agent.queue.client import QueueBackend, _Round, estimate_retry_after, queue_for
+from agent.queue import client, depth, keys
+from agent.queue.client import QueueBackend, _Round
+from agent.queue.depth import estimate_retry_after
 from agent.queue.registry import capacity
+from agent.queue.rounds import queue_for
 from agent.settings import Settings
 
 
@@ -109,10 +111,12 @@ async def test_rounds_starting_together_trigger_one_depth_sample() -> None:
 async def test_a_depth_sample_never_overwrites_a_fresher_admission(
     monkeypatch: pytest.MonkeyPatch, admitted_meanwhile: bool, expected: float
 ) -> None:
-    """The sample runs a while after a round starts; a round admitted while it reads Redis knows better."""
+    """The sample runs a while after a round starts; a round admitted while it reads Redis knows better than that
+    read, and the sample reads again: Redis's depth (1, then 2 once the round is in) lands, never the stale read."""
     backend = QueueBackend(Settings(redis_url="redis://127.0.0.1:1/0", model_backend="queue"))
-    monkeypatch.setattr(client, "DEPTH_SAMPLE_AFTER", 0.0)
+    monkeypatch.setattr(depth, "SAMPLE_AFTER", 0.0)
     reading, release = asyncio.Event(), asyncio.Event()
+    reads = iter([[1, 0, 0], [2, 0, 0]])
 
     class SlowPipeline:
         def llen(self, key: str) -> None:
@@ -121,14 +125,15 @@ async def test_a_depth_sample_never_overwrites_a_fresher_admission(
         async def execute(self) -> list[int]:
             reading.set()
             await release.wait()
-            return [1, 0, 0]
+            return next(reads)
 
     monkeypatch.setattr(backend.redis, "pipeline", lambda transaction=True: SlowPipeline())
-    backend._set_depth(5)
-    sample = asyncio.create_task(backend._sample_depth())
+    backend.depth.set(5)
+    sample = backend.depth._sample
+    assert sample is not None
     await reading.wait()
     if admitted_meanwhile:
-        backend._set_depth(2)
+        backend.depth.set(3)  # the admission's own reply; the sample that follows reads 2
     release.set()
     await sample
     assert REGISTRY.get_sample_value("agent_queue_depth") == expected

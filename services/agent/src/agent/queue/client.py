@@ -15,7 +15,7 @@ import json
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +28,9 @@ from redis.exceptions import RedisError
 
 from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict, note_worker
 from agent.errors import DependencyDown, QueueFull, QueueTimeout
-from agent.metrics import QUEUE_DEPTH, QUEUE_WAIT, REJECTED
-from agent.queue import keys, rq_adapter
+from agent.metrics import QUEUE_WAIT, REJECTED
+from agent.queue import keys, rounds, rq_adapter
+from agent.queue.depth import DepthGauge, estimate_retry_after
 from agent.queue.events import error_from
 from agent.queue.reader import StreamReader
 from agent.queue.registry import WorkerRegistry, capacity
@@ -38,36 +39,12 @@ from agent.settings import Settings
 
 BLOCK_MS = 1000  # XREAD BLOCK; the socket timeout below must exceed it
 CHECK_EVERY = 1.0  # seconds between liveness checks of a waiting round
-DEPTH_SAMPLE_AFTER = 1.0  # seconds from a round's start to the re-read of QUEUE_DEPTH it triggers
 WORKER_LOST_AFTER = 4.0  # seconds without a ping from the worker holding the round
 VANISHED_AFTER = 3.0  # a job gone from the queue without an `accepted` event: its worker died on pickup
 NO_WORKER_GRACE = 5.0  # queued rounds survive a worker restart this long
-DEFAULT_ROUND_S, MAX_RETRY_AFTER = 10.0, 120
 JOB_TIMEOUT_S = 60  # RQ's timeout of run_round, which starts the round and returns (agent.queue.jobs)
 
 log = structlog.get_logger("agent.queue.client")
-
-
-def estimate_retry_after(
-    durations: Sequence[float], depth: int, max_depth: int, capacity: int, fallback: float = DEFAULT_ROUND_S
-) -> int:
-    """Seconds until the queue has room: the mean recent round time per round over the limit, divided by the
-    rounds the live backends run at once (agent.queue.registry.capacity)."""
-    mean = sum(durations) / len(durations) if durations else fallback
-    over = max(1, depth - max_depth + 1)
-    return max(1, min(MAX_RETRY_AFTER, math.ceil(mean * over / max(1, capacity))))
-
-
-def queue_for(request: RoundRequest, continuing_first: bool = True) -> str:
-    """Rounds of conversations under way (round > 1) go on the queue every worker reads first;
-    client task rounds on the one read last."""
-    if request.priority == "task":
-        return keys.QUEUE_TASKS
-    return keys.QUEUE_CONTINUING if continuing_first and request.round > 1 else keys.QUEUE_NEW
-
-
-class WorkerLost(Exception):
-    """The worker holding a round stopped answering (killed, crashed, or cut off from Redis)."""
 
 
 @dataclass
@@ -81,15 +58,6 @@ class _Round:
     finished: bool = False
     vanished: float | None = None
     no_worker_since: float | None = None
-
-
-def _raise_if_cancelled() -> None:
-    """Re-raise a cancellation the Redis client swallowed. redis-py's asyncio client sometimes returns normally
-    from a blocking XREAD that was cancelled (measured with redis-py 8.1: 5 of 300 cancels): the round of a client
-    gone while queued then ran anyway. The task still counts the request (Task.cancelling), so ask it."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
 
 
 class QueueBackend:
@@ -118,8 +86,7 @@ class QueueBackend:
         self._sync = Redis.from_url(settings.redis_url, **options)
         self._queues = rq_adapter.admitting_queues(self._sync, settings.max_queue_depth)
         self._background: set[asyncio.Task[None]] = set()
-        self._depth_sample: asyncio.Task[None] | None = None
-        self._depth_admissions = 0  # times an admission's reply set QUEUE_DEPTH: a sample read before is stale
+        self.depth = DepthGauge(self.redis, self._spawn)
 
     async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
         retried = resubmitted = False
@@ -130,7 +97,7 @@ class QueueBackend:
                 async for event in self._follow(rnd):
                     yield event
                 return
-            except WorkerLost as exc:
+            except rounds.WorkerLost as exc:
                 if retried or rnd.forwarded or request.priority == "task" or not await self.workers.live(fresh=True):
                     raise DependencyDown(
                         f"agent-worker stopped mid-round ({exc}); the answer is incomplete. "
@@ -179,20 +146,20 @@ class QueueBackend:
             raise QueueFull("user rounds are waiting: the client task is not queued")
         if not admission.admitted:
             REJECTED.labels("queue_full").inc()
-            self._set_depth(admission.waiting)  # the latest Redis saw: concurrent admissions may resume out of order
+            self.depth.set(admission.waiting)  # the latest Redis saw: concurrent admissions may resume out of order
             wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, capacity(workers))
             raise QueueFull(
                 f"The GPU queue is full ({depth} rounds waiting, MAX_QUEUE_DEPTH="
                 f"{self.settings.max_queue_depth}); retry in about {wait} s",
                 retry_after=wait,
             )
-        self._set_depth(admission.waiting)
+        self.depth.set(admission.waiting)
         log.debug("round_enqueued", job_id=rnd.job_id, round=rnd.request.round, depth=depth)
 
     async def _push(self, rnd: _Round, front: bool) -> rq_adapter.Admission:
         """Save the job and admit it in one MULTI/EXEC. A user round preempts the client task rounds under way
         in the same transaction (their tasks are answered locally); a task round joins them."""
-        name = keys.QUEUE_CONTINUING if front else queue_for(rnd.request, self.continuing_first)
+        name = keys.QUEUE_CONTINUING if front else rounds.queue_for(rnd.request, self.continuing_first)
         settings = self.settings
         spec = rq_adapter.JobSpec(
             job_id=rnd.job_id,
@@ -209,7 +176,7 @@ class QueueBackend:
             async with StreamReader(self.redis.connection_pool, keys.events_key(rnd.job_id)) as stream:
                 while True:
                     entries = await stream.read(count=512, block_ms=BLOCK_MS)
-                    _raise_if_cancelled()
+                    rounds.raise_if_cancelled()
                     now = time.monotonic()
                     for _entry_id, data in entries:
                         last_seen = now
@@ -221,7 +188,7 @@ class QueueBackend:
                     if not entries or now - checked >= CHECK_EVERY:
                         checked = now
                         await self._check(rnd, now, last_seen)
-                        _raise_if_cancelled()
+                        rounds.raise_if_cancelled()
         except RedisError as exc:
             raise self.workers.redis_down(exc) from exc
 
@@ -233,7 +200,7 @@ class QueueBackend:
         elif kind == "started":
             rnd.phase, rnd.queue_wait = "running", now - rnd.enqueued
             QUEUE_WAIT.observe(rnd.queue_wait)
-            self._sample_depth_soon()
+            self.depth.sample_soon()
         elif kind == "error":
             rnd.finished = True
             raise error_from(data)
@@ -262,7 +229,7 @@ class QueueBackend:
             )
         if rnd.phase != "queued":
             if now - last_seen > WORKER_LOST_AFTER:
-                raise WorkerLost(f"no heartbeat for {now - last_seen:.1f} s")
+                raise rounds.WorkerLost(f"no heartbeat for {now - last_seen:.1f} s")
             return
         pipe = self.redis.pipeline(transaction=False)
         for key in keys.RQ_QUEUE_KEYS:
@@ -270,7 +237,7 @@ class QueueBackend:
         if not any(pos is not None for pos in await pipe.execute()):
             rnd.vanished = rnd.vanished or now
             if now - rnd.vanished > VANISHED_AFTER:
-                raise WorkerLost("the job left the queue but its worker never reported")
+                raise rounds.WorkerLost("the job left the queue but its worker never reported")
         if await self.workers.live():
             rnd.no_worker_since = None
             return
@@ -300,31 +267,6 @@ class QueueBackend:
     async def _untrack(self, job_id: str) -> None:
         with contextlib.suppress(RedisError):
             await self.redis.srem(keys.TASK_ROUNDS, job_id)
-
-    def _set_depth(self, depth: int) -> None:
-        """Concurrent admissions may resume out of order, so an admission's depth can be stale: a sample follows."""
-        QUEUE_DEPTH.set(depth)
-        self._depth_admissions += 1
-        self._sample_depth_soon()
-
-    def _sample_depth_soon(self) -> None:
-        """A round entered or left the queue: re-read the depth a little later, once for all the rounds that move
-        until then, instead of one more Redis pipeline beside every round while it streams its first tokens."""
-        if self._depth_sample is None or self._depth_sample.done():
-            self._depth_sample = self._spawn(self._sample_depth())
-
-    async def _sample_depth(self) -> None:
-        while True:  # until a read lands with no admission beside it (one read a second at most)
-            await asyncio.sleep(DEPTH_SAMPLE_AFTER)
-            admissions = self._depth_admissions
-            with contextlib.suppress(RedisError):
-                pipe = self.redis.pipeline(transaction=False)
-                for key in keys.RQ_QUEUE_KEYS:
-                    pipe.llen(key)
-                depth = sum(await pipe.execute())
-                if self._depth_admissions == admissions:
-                    QUEUE_DEPTH.set(depth)
-                    return
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.create_task(coro)

@@ -38,10 +38,9 @@ from agent.settings import Settings
 log = structlog.get_logger("agent.queue.jobs")
 FLUSH_AFTER = 0.05  # s: a round's first events wait at most this long for its model request to be written
 
-# The round whose task is running: the model client's request hook (mark_sent) tells it when its request is
-# written ("sent") and when the model server's answer begins ("answered").
-SENDING: ContextVar[Callable[[str], None] | None] = ContextVar("sending", default=None)
-_TOLD = {"http11.send_request_body.complete": "sent", "http11.receive_response_headers.complete": "answered"}
+# The round whose task is running: the model client's request hook (mark_sent) tells it when its request is written.
+SENDING: ContextVar[Callable[[], None] | None] = ContextVar("sending", default=None)
+_SENT = "http11.send_request_body.complete"
 
 
 async def mark_sent(request: httpx.Request) -> None:
@@ -52,8 +51,8 @@ async def mark_sent(request: httpx.Request) -> None:
         return
 
     async def trace(event: str, info: dict[str, Any]) -> None:
-        if (step := _TOLD.get(event)) is not None:
-            tell(step)
+        if event == _SENT:
+            tell()
 
     request.extensions["trace"] = trace
 
@@ -114,12 +113,8 @@ async def execute_round(rt: Runtime, claim: Claim) -> dict[str, Any]:
     settings = rt.settings
     slots = gpu_slot_keys(settings.gpu_id, settings.worker_slots)
     lock = GpuLock(rt.redis, slots, claim.token, gpu_waiting_key(settings.gpu_id), held=claim.slot)
-    writer = EventWriter(rt.redis, job_id, control, lock, ahead=rt.dispatcher.lookahead(), gate=claim.confirmed)
+    writer = EventWriter(rt.redis, job_id, control, lock)
     finished = False
-    if claim.confirmed is not None:  # started speculatively: ours once confirmed (agent.queue.dispatch)
-        claim.confirmed.add_done_callback(
-            lambda ours: writer.on_cancel_flag(claim.cancel) if ours.result() else control.abort("not_claimed")
-        )
 
     async def finish() -> None:
         """Once: claim the next round into this one's slot, then the last write (agent.queue.dispatch)."""
@@ -127,22 +122,13 @@ async def execute_round(rt: Runtime, claim: Claim) -> dict[str, Any]:
         control.finished = True  # from here on an abort must not cancel the hand-over
         if not finished:
             finished = True
-            if claim.confirmed is not None and not await asyncio.shield(claim.confirmed):
-                await writer.close()  # writes nothing (its gate is shut); the dispatcher keeps the slot
-                return
-            await rt.dispatcher.finish(writer, claim.behind, writer.ahead)
+            await rt.dispatcher.finish(writer.lock.hand_over, writer.close, claim.behind)
 
     def sent() -> None:
         claim.sent.set()
         writer.flush()
 
-    def told(step: str) -> None:
-        if step == "sent":
-            sent()
-        else:
-            claim.answered.set()
-
-    SENDING.set(told)
+    SENDING.set(sent)
     outcome: dict[str, Any] = {"outcome": "error"}
     try:
         # Held until the model request is written (or FLUSH_AFTER): it goes out before these writes.
@@ -151,7 +137,7 @@ async def execute_round(rt: Runtime, claim: Claim) -> dict[str, Any]:
         writer.on_cancel_flag(claim.cancel)
         if control.reason is not None:
             await asyncio.sleep(0)  # a round cancelled while it was queued stops here, before the model hears of it
-        request_dict, enqueued_at, _ = claim.args or job_args(job_id, claim.job)
+        request_dict, enqueued_at, _ = job_args(job_id, claim.job)
         request = RoundRequest.from_dict(request_dict)
         structlog.contextvars.bind_contextvars(request_id=request.request_id)
         waited = await _wait_for_slot(settings, lock, enqueued_at)
@@ -161,7 +147,6 @@ async def execute_round(rt: Runtime, claim: Claim) -> dict[str, Any]:
             model=request.model,
             round=request.round,
             queue_wait_s=round(waited, 4),
-            speculative=claim.confirmed is not None,
         )
         outcome = await _generate(rt, request, writer, enqueued_at, finish)
     except asyncio.CancelledError:

@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.connection import AbstractConnection
@@ -31,9 +31,6 @@ from agent.queue.keys import (
     events_key,
 )
 from agent.queue.wire import round_trip
-
-if TYPE_CHECKING:
-    from agent.queue.dispatch import Lookahead
 
 PING_INTERVAL = 0.5  # seconds of silence after which the worker writes a ping
 # s between the starts of two batches while a round streams: the tokens that arrive meanwhile go together. Each
@@ -122,8 +119,6 @@ class EventWriter:
     control: RoundControl
     lock: GpuLock
     round_time: float | None = None  # recorded with the last batch (Retry-After estimates)
-    ahead: Lookahead | None = None  # its peek rides along with every batch but the last (agent.queue.dispatch)
-    gate: asyncio.Future[bool] | None = None  # a round started speculatively writes once this is True, never if False
     _pending: list[str] = field(default_factory=list)
     _seq: int = 0
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -150,9 +145,6 @@ class EventWriter:
     async def send(self, final: bool = False) -> None:
         """Write what is pending now (in order with the background sends) plus the checks that ride along."""
         async with self._send_lock:
-            if self.gate is not None and not await asyncio.shield(self.gate):
-                self._pending.clear()  # the round was not ours: not a word of it goes to its stream
-                return
             batch, self._pending = self._pending, []
             stream = events_key(self.job_id)
             commands: list[tuple[Any, ...]] = []
@@ -169,9 +161,6 @@ class EventWriter:
             elif self.lock.refresh_due() and self.lock.key is not None:
                 commands.append(("EVAL", _REFRESH, 1, self.lock.key, self.lock.token, LOCK_TTL_MS))
                 checks.append(self._on_refresh)
-            if not final and self.ahead is not None:
-                commands.append(self.ahead.command())
-                checks.append(self.ahead.seen)
             if final and self.round_time is not None:
                 commands.append(("LPUSH", ROUND_TIMES, f"{self.round_time:.4f}"))
                 commands.append(("LTRIM", ROUND_TIMES, 0, ROUND_TIMES_KEPT - 1))
