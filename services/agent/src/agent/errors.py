@@ -3,8 +3,10 @@
 AgentError
 ├── BadRequest            400  malformed body, wrong roles, invalid arguments
 ├── Unauthorized          401
+├── Forbidden             403  a browser page of a site not in ALLOWED_ORIGINS (trusted_header)
 ├── ModelNotFound         404  a model the agent does not serve, or Ollama has not pulled
 ├── PayloadTooLarge       413
+├── UnsupportedMediaType  415  a POST body that is not JSON (a form or text a foreign page can send)
 ├── QueueFull             429  with Retry-After
 ├── DependencyDown        503  Ollama, Redis, MCP server or the worker is unreachable
 │   └── QueueTimeout      503  a round waited past the queue timeout
@@ -57,6 +59,13 @@ class Unauthorized(AgentError):
     public: str | None = None
 
 
+class Forbidden(AgentError):
+    status = 403
+    type = "permission_error"
+    code = "origin_not_allowed"
+    public: str | None = None
+
+
 class ModelNotFound(AgentError):
     status = 404
     type = "invalid_request_error"
@@ -68,6 +77,13 @@ class PayloadTooLarge(AgentError):
     status = 413
     type = "invalid_request_error"
     code = "payload_too_large"
+    public: str | None = None
+
+
+class UnsupportedMediaType(AgentError):
+    status = 415
+    type = "invalid_request_error"
+    code = "unsupported_media_type"
     public: str | None = None
 
 
