@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from agent import __version__
 from agent.api import access, chat, info
 from agent.api.middleware import ObserveMiddleware
+from agent.api.readiness import Readiness
 from agent.api.schema import install_openapi
 from agent.backends.base import ModelBackend
 from agent.errors import AgentError
@@ -71,6 +72,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
     )
     install_openapi(app)
     app.state.settings, app.state.started = settings, int(time.time())  # read by the routes (agent.api.deps)
+    app.state.readiness = Readiness()  # logs what /readyz no longer shows, when it changes
     access.install(app, settings)  # before any route: authentication applies to every route declared below
 
     app.add_middleware(ObserveMiddleware)
