@@ -166,4 +166,4 @@ def test_request_id_and_request_metrics(agent_api: AgentApi) -> None:
     assert resp.headers["x-request-id"] == "rid-42"
     assert len(httpx.get(f"{agent_api.url}/healthz", timeout=10).headers["x-request-id"]) == 32
     text = httpx.get(f"{agent_api.url}/metrics", timeout=10).text
-    assert 'agent_request_duration_seconds_count{endpoint="/v1/models",status="200"}' in text
+    assert 'agent_request_duration_seconds_count{endpoint="/v1/models",outcome="ok",status="200"}' in text

@@ -83,6 +83,8 @@ async def test_full_queue_is_429_with_retry_after_and_no_sdk_retry(queued_api: s
         assert int(refused.headers["Retry-After"]) >= 1
         assert refused.headers["x-should-retry"] == "false"
         assert refused.json()["error"]["code"] == "queue_full"
+        said = refused.json()["error"]["message"]  # which limit, and the wait the header gives
+        assert "GPU queue is full" in said and f"try again in about {refused.headers['Retry-After']} s" in said
         assert (await running_one).status_code == 200
         assert (await waiting_one).status_code == 200
     assert queue_workers.fake.stats()["peak"] == 1

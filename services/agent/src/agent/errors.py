@@ -7,7 +7,8 @@ AgentError
 ├── ModelNotFound         404  a model the agent does not serve, or Ollama has not pulled
 ├── PayloadTooLarge       413
 ├── UnsupportedMediaType  415  a POST body that is not JSON (a form or text a foreign page can send)
-├── QueueFull             429  with Retry-After
+├── QueueFull             429  the GPU queue is full; with Retry-After
+│   └── TaskRefused       429  a front-end's background task not queued while users wait
 ├── DependencyDown        503  Ollama, Redis, MCP server or the worker is unreachable
 │   └── QueueTimeout      503  a round waited past the queue timeout
 ├── UpstreamTimeout       504  a round or the model took too long
@@ -92,6 +93,10 @@ class QueueFull(AgentError):
     type = "rate_limit_error"
     code = "queue_full"
     public: str | None = None
+
+
+class TaskRefused(QueueFull):
+    code = "client_task_refused"
 
 
 class DependencyDown(AgentError):

@@ -27,7 +27,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict
-from agent.errors import DependencyDown, QueueFull, QueueTimeout
+from agent.errors import DependencyDown, QueueFull, QueueTimeout, TaskRefused
 from agent.metrics import QUEUE_DEPTH, QUEUE_WAIT, REJECTED
 from agent.queue import keys, rq_adapter
 from agent.queue.events import error_from
@@ -56,6 +56,21 @@ def estimate_retry_after(
     mean = sum(durations) / len(durations) if durations else fallback
     over = max(1, depth - max_depth + 1)
     return max(1, min(MAX_RETRY_AFTER, math.ceil(mean * over / max(1, capacity))))
+
+
+def refusal(task: bool, depth: int, max_depth: int, wait: int) -> QueueFull:
+    """The 429 of a round the queue did not admit, saying which limit and when to come back."""
+    if task:
+        return TaskRefused(
+            "The GPU is busy with users' questions, so this background task (a title, tags or follow-up "
+            f"suggestions) was not queued. Try again in about {wait} s.",
+            retry_after=wait,
+        )
+    return QueueFull(
+        f"The GPU queue is full: {depth} questions are waiting for the model (MAX_QUEUE_DEPTH={max_depth}). "
+        f"This is not your rate limit; try again in about {wait} s.",
+        retry_after=wait,
+    )
 
 
 def queue_for(request: RoundRequest, continuing_first: bool = True) -> str:
@@ -160,17 +175,12 @@ class QueueBackend:
         if admission.preempted:
             log.info("task_rounds_preempted", count=admission.preempted)
         depth = admission.depth
-        if not admission.admitted and rnd.request.priority == "task":
-            raise QueueFull("user rounds are waiting: the client task is not queued")
         if not admission.admitted:
-            REJECTED.labels("queue_full").inc()
-            self._set_depth(admission.waiting)  # the latest Redis saw: concurrent admissions may resume out of order
             wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, capacity(workers))
-            raise QueueFull(
-                f"The GPU queue is full ({depth} rounds waiting, MAX_QUEUE_DEPTH="
-                f"{self.settings.max_queue_depth}); retry in about {wait} s",
-                retry_after=wait,
-            )
+            if rnd.request.priority != "task":
+                REJECTED.labels("queue_full").inc()
+                self._set_depth(admission.waiting)  # the latest Redis saw: admissions may resume out of order
+            raise refusal(rnd.request.priority == "task", depth, self.settings.max_queue_depth, wait)
         self._set_depth(admission.waiting)
         log.debug("round_enqueued", job_id=rnd.job_id, round=rnd.request.round, depth=depth)
 
