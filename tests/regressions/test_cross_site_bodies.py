@@ -19,7 +19,7 @@ from agent.security.audit_check import records
 from agent.security.auth import add_key
 from tests.unit.agent.security.test_auth import ASK, POLICY, api, bearer, settings_for
 
-PLANT = [("sistem_bilgisi", {})]  # the scripted model obeys the page: it calls a tool
+PLANT: list[tuple[str, dict[str, Any]]] = [("sistem_bilgisi", {})]  # the scripted model obeys the page: it calls a tool
 PAGE = "http://wiki.intranet.example"
 FRONT_END = "https://chat.intranet.example"
 SSO = {"X-Forwarded-User": "ayse@example.com", "X-Forwarded-Groups": "cn=traders"}
@@ -27,7 +27,7 @@ PROXY = ("10.1.0.3", 4000)
 BODY = json.dumps(ASK)
 CROSS_SITE: dict[str, dict[str, Any]] = {  # what an HTML form or a no-cors fetch() can send
     "text_plain": {"content": BODY, "headers": {"Content-Type": "text/plain"}},
-    "form": {"content": f"{BODY[:-1]}, \"x\": \"=\"}}", "headers": {"Content-Type": "application/x-www-form-urlencoded"}},
+    "form": {"content": BODY[:-1] + ', "x": "="}', "headers": {"Content-Type": "application/x-www-form-urlencoded"}},
     "multipart": {"files": {"x": ("a.json", BODY.encode(), "application/json")}},
     "no_type": {"content": BODY, "headers": {}},
 }

@@ -67,8 +67,11 @@ async def test_the_rate_limit_429_names_the_limit_and_the_wait(tmp: Path, path: 
         assert refused.json()["error"]["code"] == "rate_limited"
 
 
+QUEUE_LIMITS = [(False, "queue_full", "GPU queue is full"), (True, "client_task_refused", "background task")]
+
+
 @pytest.mark.parametrize("path", SHAPES)
-@pytest.mark.parametrize(("task", "code", "says"), [(False, "queue_full", "GPU queue is full"), (True, "client_task_refused", "background task")])
+@pytest.mark.parametrize(("task", "code", "says"), QUEUE_LIMITS)
 async def test_the_queue_429s_say_which_limit_and_when(tmp: Path, path: str, task: bool, code: str, says: str) -> None:
     error = refusal(task, depth=4, max_depth=3, wait=17)  # what the GPU queue raises (agent.queue.client)
     async with api(settings_for(tmp, agent_auth="none"), [error]) as (http, _):

@@ -24,6 +24,8 @@ def outcome(status: int) -> str:
     if status == 499:
         return "client_left"
     return "ok" if status < 400 else "refused" if status < 500 else "error"
+
+
 TOOL_CALLS = Counter("agent_tool_calls_total", "Tool calls asked for by the model, by outcome", ["tool", "outcome"])
 TOOL_DURATION = Histogram(
     "agent_tool_duration_seconds", "Tool call round trip to the MCP server", ["tool"], buckets=BUCKETS

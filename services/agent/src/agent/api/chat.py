@@ -82,7 +82,7 @@ async def _first(events: AsyncIterator[LoopEvent]) -> AsyncIterator[LoopEvent]:
     return chained()
 
 
-class ClientLeft(Exception):  # noqa: N818 - an event, not a failure: the client closed the connection
+class ClientLeft(Exception):
     """The client went away before its answer (or first token) was ready; its work has been cancelled."""
 
 
