@@ -8,15 +8,24 @@ so a worker host keeps the password in a file instead of a URL in its environmen
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+import structlog
 from redis.exceptions import AuthenticationError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from agent.settings import Settings
 from agent_contract.secrets import read_secret
+
+T = TypeVar("T")
+log = structlog.get_logger("agent.redisconn")
+BACKOFF_FIRST, BACKOFF_MAX = 0.05, 1.0  # seconds between tries while Redis is away: doubling, capped
 
 
 class RedisConfigError(ValueError):
@@ -69,3 +78,26 @@ def _tls_options(settings: Settings, scheme: str) -> dict[str, str]:
         if not os.access(path, os.R_OK):
             raise RedisConfigError(f"{name} {path} cannot be read")
     return {key: str(path) for key, (_, path) in given.items()}
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Redis is away (refused, reset, loading its AOF), as opposed to refusing us or failing the command."""
+    return isinstance(exc, RedisConnectionError | ConnectionError) and not isinstance(exc, AuthenticationError)
+
+
+async def ride_through(call: Callable[[], Awaitable[T]], seconds: float, what: str) -> T:
+    """Await `call()`; while Redis is unreachable, try again with backoff until `seconds` have passed, then raise the
+    last error. Only for calls that may run twice: a reply lost with the connection means the command may have run.
+    A slow Redis (a timeout) or a refused credential is not a blip and raises at once."""
+    deadline = time.monotonic() + seconds
+    pause = BACKOFF_FIRST
+    while True:
+        try:
+            return await call()
+        except Exception as exc:
+            left = deadline - time.monotonic()
+            if not unreachable(exc) or left <= 0:
+                raise
+            log.info("redis_unreachable_retrying", what=what, error=type(exc).__name__, seconds_left=round(left, 2))
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, BACKOFF_MAX)

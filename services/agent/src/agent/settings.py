@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     """`rediss://`: this client's certificate, when Redis checks clients' certificates (`tls-auth-clients yes`)"""
     redis_tls_key_file: Path | None = None
     """`rediss://`: the key of `REDIS_TLS_CERT_FILE`"""
+    redis_reconnect_seconds: float = Field(default=5.0, ge=0)
+    """a request that finds Redis unreachable (restarting, loading its AOF) retries with backoff for this long before
+    it fails: a Redis restart costs users latency, not answers. 0 fails at once"""
     mcp_url: str = "http://127.0.0.1:8001/mcp"
     """the MCP tool server"""
     mcp_token: SecretStr | None = None

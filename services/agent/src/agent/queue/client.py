@@ -33,7 +33,7 @@ from agent.queue import keys, rq_adapter
 from agent.queue.events import error_from
 from agent.queue.reader import StreamReader
 from agent.queue.registry import WorkerRegistry, capacity
-from agent.redisconn import connection_options, redacted
+from agent.redisconn import connection_options, redacted, ride_through, unreachable
 from agent.settings import Settings
 
 BLOCK_MS = 1000  # XREAD BLOCK; the socket timeout below must exceed it
@@ -137,7 +137,7 @@ class QueueBackend:
         self._depth_admissions = 0  # times an admission's reply set QUEUE_DEPTH: a sample read before is stale
 
     async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
-        retried = False
+        retried = resubmitted = False
         while True:
             rnd = _Round(request, uuid.uuid4().hex)
             try:
@@ -153,11 +153,26 @@ class QueueBackend:
                     ) from exc
                 log.warning("round_retried", job_id=rnd.job_id, reason=str(exc))
                 retried = True
+            except DependencyDown as exc:
+                # Redis went away: once it is back (REDIS_RECONNECT_SECONDS), submit the round again, once. A model
+                # round is idempotent; a round that already sent the caller tokens is not repeated.
+                if resubmitted or rnd.forwarded or exc.__cause__ is None or not unreachable(exc.__cause__):
+                    raise
+                await self._redis_back(exc)
+                log.warning("round_resubmitted", job_id=rnd.job_id, reason="redis_unreachable")
+                resubmitted = True
             finally:
                 if not rnd.finished:
                     await self._abandon(rnd)
                 if request.priority == "task":
                     self._spawn(self._untrack(rnd.job_id))
+
+    async def _redis_back(self, failure: DependencyDown) -> None:
+        """Wait for Redis to answer again, for REDIS_RECONNECT_SECONDS; else the round fails with `failure`."""
+        try:
+            await ride_through(self.redis.ping, self.settings.redis_reconnect_seconds, "queue")
+        except RedisError as exc:
+            raise failure from exc
 
     async def _enqueue(self, rnd: _Round, front: bool) -> None:
         try:

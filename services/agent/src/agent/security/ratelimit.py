@@ -4,9 +4,10 @@ The Redis window is one sorted set per user scored by Redis' own clock, updated 
 several agent-api replicas count the same requests. The memory window is per process: with N replicas a
 user gets up to N times the limit (fine for one replica, documented for more).
 
-The Redis limiter fails closed: when it cannot decide (Redis down, too slow, its bounded connection pool
-busy past the wait) the request gets a 503 saying so, never a free pass. A limit that holds only while
-Redis is healthy would not be a limit under the very load it exists for.
+The Redis limiter rides through a Redis restart (REDIS_RECONNECT_SECONDS, tries with backoff: the script is
+idempotent, a retry re-adds the same member) and then fails closed: when it cannot decide (Redis down past that
+wait, too slow, its bounded connection pool busy past the wait) the request gets a 503 saying so, never a free
+pass. A limit that holds only while Redis is healthy would not be a limit under the very load it exists for.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import structlog
 from redis.exceptions import RedisError
 
 from agent.errors import AgentError, DependencyDown
-from agent.redisconn import connection_options
+from agent.redisconn import connection_options, ride_through
 from agent.settings import Settings
 
 log = structlog.get_logger("agent.security.ratelimit")
@@ -103,8 +104,10 @@ class MemoryLimiter:
 
 
 class RedisLimiter:
-    def __init__(self, url: str, per_minute: int, options: dict[str, Any] | None = None) -> None:
-        self.limit = per_minute
+    def __init__(
+        self, url: str, per_minute: int, options: dict[str, Any] | None = None, reconnect_seconds: float = 0.0
+    ) -> None:
+        self.limit, self.reconnect_seconds = per_minute, reconnect_seconds
         pool = aioredis.BlockingConnectionPool.from_url(
             url,
             **(options or {}),
@@ -117,10 +120,14 @@ class RedisLimiter:
         self._script = self.redis.register_script(SLIDING_WINDOW)
 
     async def hit(self, key: str) -> float | None:
-        args: list[int | str] = [int(WINDOW_S * 1000), self.limit, uuid.uuid4().hex]
-        try:
+        args: list[int | str] = [int(WINDOW_S * 1000), self.limit, uuid.uuid4().hex]  # one member for every try
+
+        async def once() -> Any:
             async with asyncio.timeout(WAIT_S * 2):  # pool wait plus the answer, whatever redis-py does
-                wait_ms = int(await self._script(keys=[KEY_PREFIX + key], args=args))
+                return await self._script(keys=[KEY_PREFIX + key], args=args)
+
+        try:
+            wait_ms = int(await ride_through(once, self.reconnect_seconds, "rate limit"))
         except (RedisError, OSError, TimeoutError) as exc:
             log.warning("rate_limit_unavailable", error=type(exc).__name__)
             raise LimiterUnavailable(
@@ -132,6 +139,7 @@ class RedisLimiter:
 
     async def aclose(self) -> None:
         await self.redis.aclose()
+        await self.redis.connection_pool.disconnect()  # a pool handed to Redis() is not closed by it
 
 
 def make_limiter(settings: Settings) -> RateLimiter:
@@ -141,7 +149,12 @@ def make_limiter(settings: Settings) -> RateLimiter:
     if backend == "auto":
         backend = "redis" if settings.model_backend == "queue" else "memory"
     if backend == "redis":
-        return RedisLimiter(settings.redis_url, settings.rate_limit_per_minute, connection_options(settings))
+        return RedisLimiter(
+            settings.redis_url,
+            settings.rate_limit_per_minute,
+            connection_options(settings),
+            settings.redis_reconnect_seconds,
+        )
     return MemoryLimiter(settings.rate_limit_per_minute)
 
 
