@@ -9,6 +9,7 @@ real request. Prints medians; asserts nothing (the target, under 0.5 ms median, 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import statistics
 import sys
 import tempfile
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 import httpx
+from pydantic import SecretStr
 from starlette.datastructures import Headers
 
 from agent.api import access
@@ -47,22 +49,25 @@ def checks_alone(n: int) -> list[float]:
     return times
 
 
-async def whole_requests(n: int) -> tuple[list[float], list[float]]:
+def bench_settings() -> Settings:
     # The audit log's fsync per request dwarfs what is measured: on tmpfs when there is one.
     shm = Path("/dev/shm")
     tmp = Path(tempfile.mkdtemp(prefix="bench-admission-", dir=shm if shm.is_dir() else None))
     (tmp / "policy.yaml").write_text("roles:\n  desk: [sistem_bilgisi]\ngroups:\n  cn=traders: desk\n")
-    settings = Settings(
+    return Settings(
         model_backend="direct",
         agent_auth="trusted_header",
         trusted_proxies="10.1.0.0/24",
         allowed_origins=ORIGIN,
         agent_policy_file=tmp / "policy.yaml",
         audit_dir=tmp / "audit",
-        audit_key="bench-audit-key-0123456789abcdef",
+        audit_key=SecretStr("bench-audit-key-0123456789abcdef"),
         rate_limit_per_minute=0,
         log_level="WARNING",
     )
+
+
+async def whole_requests(settings: Settings, n: int) -> tuple[list[float], list[float]]:
     app = create_app(settings, backend=ScriptedBackend([]), toolbox=MemoryToolBox())  # type: ignore[arg-type]
     real, off = access._admit, lambda request, security: None
     on_times: list[float] = []
@@ -73,7 +78,7 @@ async def whole_requests(n: int) -> tuple[list[float], list[float]]:
             for i in range(n + 10):
                 pair = {}
                 for admit_on in (True, False) if i % 2 else (False, True):  # ABBA: drift cancels out
-                    access._admit = real if admit_on else off  # type: ignore[assignment]
+                    access._admit = real if admit_on else off
                     started = time.perf_counter()
                     resp = await http.post("/v1/chat/completions", json=ASK, headers=HEADERS)
                     pair[admit_on] = time.perf_counter() - started
@@ -81,7 +86,7 @@ async def whole_requests(n: int) -> tuple[list[float], list[float]]:
                 if i >= 10:  # the first rounds warm caches up
                     on_times.append(pair[True])
                     off_times.append(pair[False])
-    access._admit = real  # type: ignore[assignment]
+    access._admit = real
     return on_times, off_times
 
 
@@ -89,7 +94,11 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     alone = checks_alone(100_000)
     print(f"admission checks alone:           median {statistics.median(alone) * 1e6:6.2f} µs (n={len(alone)})")
-    on, off = asyncio.run(whole_requests(n))
+    settings = bench_settings()
+    try:
+        on, off = asyncio.run(whole_requests(settings, n))
+    finally:
+        shutil.rmtree(settings.audit_dir.parent, ignore_errors=True)
     print(f"chat request, checks on:          {summary_ms(on)}")
     print(f"chat request, checks replaced:    {summary_ms(off)}")
     paired = statistics.median(a - b for a, b in zip(on, off, strict=True)) * 1000
