@@ -44,6 +44,7 @@ SCRIPT: dict[str, Any] = {
 }  # fmt: skip
 RESTART_AFTER = 1.0  # s from a kill to the restart, as `restart: unless-stopped` does
 SETTLE = 2.0  # s a fault window lasts past the part being back
+REFUSED_PAUSE = 1.0  # s a client waits after its request found no agent-api
 KILLS = ("worker", "api", "mcp", "redis")
 FAULTS = (*KILLS, "model_slow", "model_hung")
 
@@ -81,8 +82,11 @@ class Soak:
         async with httpx.AsyncClient(base_url=self.stack.api_url, timeout=300) as http:
             while not self.stop.is_set():
                 question, _tool = rng.choice(QUESTIONS)
-                self.outcomes.append(await ask(http, question, stream=rng.random() < 0.5))
-                await asyncio.sleep(rng.uniform(0, 0.5))
+                outcome = await ask(http, question, stream=rng.random() < 0.5)
+                self.outcomes.append(outcome)
+                # a client refused at the socket (agent-api down) waits a second, as a person or a client's retry
+                # does, instead of counting hundreds of refusals a second
+                await asyncio.sleep(REFUSED_PAUSE if outcome.status == 0 else rng.uniform(0, 0.5))
 
     async def faults(self) -> None:
         started = time.time()
