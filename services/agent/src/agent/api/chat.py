@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
@@ -94,7 +93,6 @@ async def _until_disconnect(request: Request, work: Awaitable[Any]) -> Any:
         done, _ = await asyncio.wait([task], timeout=0.5)
         if not done and await request.is_disconnected():
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait([task])  # its cleanup (the queued round taken back) runs before the 499
             raise ClientLeft
     return task.result()

@@ -43,15 +43,17 @@ async def details(settings: Settings, backend: ModelBackend, toolbox: ToolBox) -
 
 
 class Readiness:
-    """Logs the details when they change (a probe every few seconds must not repeat the same lines)."""
+    """Logs the details when they change (a probe every few seconds must not repeat the same lines): a
+    component that becomes ready once, one that is not ready again whenever what it says changes."""
 
     def __init__(self) -> None:
-        self._last: dict[str, dict[str, Any]] | None = None
+        self._last: dict[str, Any] | None = None
 
     def observe(self, checks: dict[str, dict[str, Any]]) -> None:
-        if checks == self._last:
+        seen = {name: check if not check["ok"] else READY for name, check in checks.items()}
+        if seen == self._last:
             return
-        self._last = checks
+        self._last = seen
         for name, check in checks.items():
             if not check["ok"]:
                 log.warning("component_not_ready", component=name, **{k: v for k, v in check.items() if k != "ok"})
