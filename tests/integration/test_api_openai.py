@@ -143,7 +143,8 @@ def test_huge_body_without_content_length_is_413(agent_api: AgentApi, ollama: Fa
     ollama.script(default={"content": "should never be asked"})
     head = b'{"model": "qwen3:4b", "messages": [{"role": "user", "content": "'
     chunks = iter([head, *[b"x" * 100_000] * 12, b'"}]}'])  # 1.2 MB against MAX_BODY_BYTES=1,000,000
-    resp = httpx.post(f"{agent_api.url}/v1/chat/completions", timeout=10, content=chunks)
+    json_type = {"Content-Type": "application/json"}
+    resp = httpx.post(f"{agent_api.url}/v1/chat/completions", timeout=10, content=chunks, headers=json_type)
     assert resp.request.headers.get("transfer-encoding") == "chunked" and "content-length" not in resp.request.headers
     assert resp.status_code == 413
     assert "exceeds the limit of 1000000 bytes" in resp.json()["error"]["message"]
@@ -165,4 +166,4 @@ def test_request_id_and_request_metrics(agent_api: AgentApi) -> None:
     assert resp.headers["x-request-id"] == "rid-42"
     assert len(httpx.get(f"{agent_api.url}/healthz", timeout=10).headers["x-request-id"]) == 32
     text = httpx.get(f"{agent_api.url}/metrics", timeout=10).text
-    assert 'agent_request_duration_seconds_count{endpoint="/v1/models",status="200"}' in text
+    assert 'agent_request_duration_seconds_count{endpoint="/v1/models",outcome="ok",status="200"}' in text

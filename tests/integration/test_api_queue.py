@@ -13,6 +13,7 @@ from tests.integration import queue_fixtures
 from tests.integration.conftest import McpServer, agent_env
 from tests.integration.queue_fixtures import Workers
 from tests.support.procs import free_port, running, wait_until
+from tests.support.readiness import details
 
 queue_redis = queue_fixtures.queue_redis
 queue_fake = queue_fixtures.queue_fake
@@ -53,7 +54,7 @@ def test_streamed_tool_answer_through_the_queue(queued_api: str, queue_workers: 
     assert text.startswith("According to the tool:") and text.endswith("Tools used: sistem_bilgisi")
     assert sum(1 for c in chunks if c.choices and c.choices[0].delta.content) > 3
     ready = httpx.get(f"{queued_api}/readyz", timeout=10).json()
-    assert ready["checks"]["model"]["ok"] is True
+    assert ready["checks"]["model"] == "ready"
 
 
 def test_no_worker_is_a_clear_503(queued_api: str) -> None:
@@ -64,8 +65,7 @@ def test_no_worker_is_a_clear_503(queued_api: str) -> None:
     )
     assert resp.status_code == 503
     assert "unavailable" in resp.json()["error"]["message"] and "redis://" not in resp.text  # no internal address
-    ready = httpx.get(f"{queued_api}/readyz", timeout=30).json()
-    assert "no agent-worker is running" in ready["checks"]["model"]["detail"]  # the operator's detail
+    assert "no agent-worker is running" in details(queued_api)["model"]["detail"]  # the operator's detail
 
 
 async def test_full_queue_is_429_with_retry_after_and_no_sdk_retry(queued_api: str, queue_workers: Workers) -> None:
@@ -83,6 +83,8 @@ async def test_full_queue_is_429_with_retry_after_and_no_sdk_retry(queued_api: s
         assert int(refused.headers["Retry-After"]) >= 1
         assert refused.headers["x-should-retry"] == "false"
         assert refused.json()["error"]["code"] == "queue_full"
+        said = refused.json()["error"]["message"]  # which limit, and the wait the header gives
+        assert "GPU queue is full" in said and f"try again in about {refused.headers['Retry-After']} s" in said
         assert (await running_one).status_code == 200
         assert (await waiting_one).status_code == 200
     assert queue_workers.fake.stats()["peak"] == 1

@@ -79,6 +79,7 @@ def test_tool_answer_without_redis_or_docker_then_a_second_start_skips_done_step
         assert again.returncode == 0 and "already serving" in again.stderr
     log = output(first)
     assert "[ok] MCP token generated" in log and "[ok] admin API key generated" in log
+    assert f"shown this once (also kept in {home / 'admin.key'}" in log and key in log
     assert "[ok] model qwen3:4b loaded" in log
     loads = [r for r in fake_ollama.requests() if not r.get("messages")]
     assert len(loads) == 1  # one warm-up
@@ -88,6 +89,7 @@ def test_tool_answer_without_redis_or_docker_then_a_second_start_skips_done_step
     wait_until(lambda: tool_servers(home) == [], timeout=15, what="the tool server to stop with local-agent")
     log = output(second)
     assert "[kept] MCP token kept" in log and "[kept] admin API key kept" in log
+    assert key not in log and f"admin API key: in {home / 'admin.key'}" in log  # shown once, then only where
     assert "[skipped] warm-up: qwen3:4b is already loaded" in log
     assert len([r for r in fake_ollama.requests() if not r.get("messages")]) == 1  # no second warm-up
     assert (home / "admin.key").read_text().strip() == key

@@ -13,6 +13,7 @@ from tests.integration import queue_fixtures
 from tests.integration.conftest import McpServer, agent_env
 from tests.integration.queue_fixtures import RedisServer
 from tests.support.procs import free_port, running
+from tests.support.readiness import details
 
 queue_redis = queue_fixtures.queue_redis
 
@@ -22,8 +23,8 @@ def readyz(mcp: McpServer, redis_url: str) -> dict[str, Any]:
     env = agent_env(f"http://127.0.0.1:{free_port()}", mcp, port, MODEL_BACKEND="queue", REDIS_URL=redis_url)
     with running(["agent-api"], env=env, ready_url=f"http://127.0.0.1:{port}/healthz"):
         resp = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=30)
-    assert resp.status_code == 503
-    return dict(resp.json()["checks"]["model"])
+        assert resp.status_code == 503 and resp.json()["checks"]["model"] == "not ready"
+        return dict(details(f"http://127.0.0.1:{port}", timeout=30)["model"])
 
 
 def test_redis_down_is_not_a_missing_model(mcp_server: McpServer) -> None:

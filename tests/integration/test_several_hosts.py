@@ -31,6 +31,7 @@ from tests.fakes.control import FakeOllama
 from tests.integration.conftest import McpServer, agent_env
 from tests.support import netns, sse
 from tests.support.procs import VENV_BIN, Proc, start, wait_until
+from tests.support.readiness import details
 
 pytestmark = [
     pytest.mark.integration,
@@ -210,7 +211,7 @@ def test_a_host_lost_mid_round_ends_that_request_clearly_and_the_other_host_serv
     wait_until(lambda: cluster.live_gpus() == {f"{survivor}-gpu0"}, timeout=15, what="the lost host's status expiring")
     for i in range(4):
         assert ask(cluster.api, f"later question {i}") == f"answered by {survivor}"
-    readyz = httpx.get(f"{cluster.api}/readyz", timeout=10).text
+    readyz = str(details(cluster.api, timeout=10)["model"])
     assert f"{survivor}-gpu0" in readyz and f"{victim}-gpu0" not in readyz
     assert cluster.password not in cluster.outputs() + readyz
 

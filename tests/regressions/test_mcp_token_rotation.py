@@ -18,6 +18,7 @@ import pytest
 
 from tests.integration.conftest import FakeOllama, McpServer, agent_env
 from tests.support.procs import Proc, free_port, running, start
+from tests.support.readiness import details
 
 TIME_RULE = {
     "when": {"user_contains": "what time", "last_role": "user"},
@@ -94,7 +95,7 @@ def test_a_token_the_server_refuses_is_named_in_readyz_and_the_log(
         reply = ask(api)
         assert reply.status_code == 503
         assert mcp.url not in reply.text and "MCP_TOKEN" not in reply.text  # chat users get no internals
-        check = httpx.get(f"{api}/readyz", timeout=30).json()["checks"]["mcp_server"]
+        check = details(api)["mcp_server"]
         assert check["ok"] is False
         assert "401" in check["detail"] and "different MCP_TOKENs" in check["detail"]
         assert "refused the agent's token (401 Unauthorized)" in proc.output()

@@ -24,6 +24,7 @@ from agent_contract.labels import TOOL_CALLED, UNKNOWN_TOOL, ServerToolOutcome, 
 from agent_tools import __version__, demo, distractors
 from agent_tools.db import Database, DatabaseError, open_database, redact_url
 from agent_tools.deps import Deps, bind, bind_user, unbind, unbind_user
+from agent_tools.hosts import HostCheck
 from agent_tools.http import AuthMiddleware, metrics_response
 from agent_tools.metrics import Metrics
 from agent_tools.notes_store import NotesStore
@@ -164,7 +165,8 @@ def create_app(settings: Settings) -> ASGIApp:
         transport_security=security,
         host=settings.mcp_host,
     )
-    return AuthMiddleware(app, token=token, protected_prefix="/mcp", metrics=server.metrics)
+    checked = HostCheck(app, hosts=settings.mcp_allowed_hosts, origins=settings.origins(), protected_prefix="/mcp")
+    return AuthMiddleware(checked, token=token, protected_prefix="/mcp", metrics=server.metrics)
 
 
 def _health(server: ToolServer) -> Response:

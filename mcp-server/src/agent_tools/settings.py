@@ -58,11 +58,11 @@ class Settings(BaseSettings):
     mcp_allow_no_token: bool = False
     """local development only: serve `/mcp` without a token"""
     mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_HOSTS))
-    """`Host` values accepted on `/mcp` (comma list, `:*` = any port); any other gets 421. DNS-rebinding protection is
-    always on, including for a `0.0.0.0` bind"""
+    """`Host` values accepted on `/mcp` (comma list of `host[:port]`, each compared whole; `:*` = any port number); any
+    other gets 421. DNS-rebinding protection is always on, including for a `0.0.0.0` bind"""
     mcp_allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    """browser `Origin`s accepted on `/mcp` (default: `http://` + each allowed host); any other gets 403. A request
-    without `Origin` (every non-browser client) is accepted"""
+    """browser `Origin`s accepted on `/mcp` (default: `http://` + each allowed host), compared whole like the hosts; any
+    other gets 403. A request without `Origin` (every non-browser client) is accepted"""
     files_root: Path = Path("files")
     """the only folder the file tools can see (mount it read-only)"""
     data_dir: Path = Path("data")

@@ -3,9 +3,12 @@
 AgentError
 ├── BadRequest            400  malformed body, wrong roles, invalid arguments
 ├── Unauthorized          401
+├── Forbidden             403  a browser page of a site not in ALLOWED_ORIGINS (trusted_header)
 ├── ModelNotFound         404  a model the agent does not serve, or Ollama has not pulled
 ├── PayloadTooLarge       413
-├── QueueFull             429  with Retry-After
+├── UnsupportedMediaType  415  a POST body that is not JSON (a form or text a foreign page can send)
+├── QueueFull             429  the GPU queue is full; with Retry-After
+│   └── TaskRefused       429  a front-end's background task not queued while users wait
 ├── DependencyDown        503  Ollama, Redis, MCP server or the worker is unreachable
 │   └── QueueTimeout      503  a round waited past the queue timeout
 ├── UpstreamTimeout       504  a round or the model took too long
@@ -57,6 +60,13 @@ class Unauthorized(AgentError):
     public: str | None = None
 
 
+class Forbidden(AgentError):
+    status = 403
+    type = "permission_error"
+    code = "origin_not_allowed"
+    public: str | None = None
+
+
 class ModelNotFound(AgentError):
     status = 404
     type = "invalid_request_error"
@@ -71,11 +81,22 @@ class PayloadTooLarge(AgentError):
     public: str | None = None
 
 
+class UnsupportedMediaType(AgentError):
+    status = 415
+    type = "invalid_request_error"
+    code = "unsupported_media_type"
+    public: str | None = None
+
+
 class QueueFull(AgentError):
     status = 429
     type = "rate_limit_error"
     code = "queue_full"
     public: str | None = None
+
+
+class TaskRefused(QueueFull):
+    code = "client_task_refused"
 
 
 class DependencyDown(AgentError):

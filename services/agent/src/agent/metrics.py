@@ -13,8 +13,19 @@ ROUND_DURATION = Histogram(
 QUEUE_WAIT = Histogram("agent_queue_wait_seconds", "Time a round waited for the GPU worker", buckets=BUCKETS)
 QUEUE_DEPTH = Gauge("agent_queue_depth", "Rounds waiting for the GPU worker")
 REQUEST_DURATION = Histogram(
-    "agent_request_duration_seconds", "Whole HTTP request", ["endpoint", "status"], buckets=BUCKETS
+    "agent_request_duration_seconds",
+    "Whole HTTP request, by outcome: ok, refused (4xx), client_left (the client closed first: 499), error (5xx)",
+    ["endpoint", "status", "outcome"],
+    buckets=BUCKETS,
 )
+
+
+def outcome(status: int) -> str:
+    if status == 499:
+        return "client_left"
+    return "ok" if status < 400 else "refused" if status < 500 else "error"
+
+
 TOOL_CALLS = Counter("agent_tool_calls_total", "Tool calls asked for by the model, by outcome", ["tool", "outcome"])
 TOOL_DURATION = Histogram(
     "agent_tool_duration_seconds", "Tool call round trip to the MCP server", ["tool"], buckets=BUCKETS

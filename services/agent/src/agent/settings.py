@@ -140,6 +140,9 @@ class Settings(BaseSettings):
     """YAML `roles: {role: [tool names or \"*\"]}`; unset: the shipped default (agent_contract/policy.yaml)"""
     trusted_proxies: str = ""
     """`trusted_header`: identity headers are believed only from these addresses/CIDRs (comma separated)"""
+    allowed_origins: str = ""
+    """`trusted_header`: browser pages allowed to call the API with the user's SSO session, as
+    `scheme://host[:port]`, comma separated; a request carrying any other `Origin` gets 403 (empty: none)"""
     auth_user_header: str = "X-Forwarded-User"
     """`trusted_header`: the header naming the user"""
     auth_groups_header: str = "X-Forwarded-Groups"

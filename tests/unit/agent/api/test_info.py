@@ -53,7 +53,7 @@ async def test_an_untagged_served_model_is_found_under_its_latest_tag(tmp_path: 
             "/api/chat",
             json={"model": "llama3:latest", "messages": [{"role": "user", "content": "hi"}], "stream": False},
         )
-    assert ready.status_code == 200 and ready.json()["checks"]["model"]["missing"] == []
+    assert ready.status_code == 200 and ready.json()["checks"]["model"] == "ready"
     assert [(m["name"], m["details"]["available"]) for m in tags] == [("llama3", True)]
     assert chat.status_code == 200
 
@@ -62,7 +62,10 @@ async def test_a_missing_model_makes_readyz_degraded_and_names_the_fix(tmp_path:
     async with agent(tmp_path, "qwen3:4b", "qwen2.5:3b", ["qwen3:4b"]) as http:
         ready = await http.get("/readyz")
         tags = (await http.get("/api/tags")).json()["models"]
-    model = ready.json()["checks"]["model"]
-    assert ready.status_code == 503 and ready.json()["status"] == "degraded"
+        model = (await http.get("/v1/agent/info")).json()["readiness"]["checks"]["model"]
+    assert ready.status_code == 503 and ready.json() == {
+        "status": "degraded",
+        "checks": {"model": "not ready", "mcp_server": "ready"},
+    }
     assert model["ok"] is False and model["missing"] == ["qwen2.5:3b"] and "qwen2.5:3b" in model["fix"]
     assert [(m["name"], m["details"]["available"]) for m in tags] == [("qwen3:4b", True), ("qwen2.5:3b", False)]

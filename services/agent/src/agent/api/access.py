@@ -17,6 +17,7 @@ import structlog
 from fastapi import Depends, FastAPI, Request
 
 from agent import metrics
+from agent.api.admission import check_body_type, check_origin, parse_origins
 from agent.api.trail import Trail, capped
 from agent.backends.base import Message, ran_by
 from agent.errors import AgentError, Unauthorized
@@ -49,6 +50,7 @@ class Security:
     audit: AuditLog
     pseudonyms: Pseudonymizer
     flood: FloodGate = field(default_factory=FloodGate)
+    origins: frozenset[str] = frozenset()  # ALLOWED_ORIGINS, parsed once
 
     @classmethod
     def build(cls, settings: Settings) -> Security:
@@ -69,6 +71,7 @@ class Security:
             make_limiter(settings),
             audit,
             pseudonymizer(settings, key),
+            origins=parse_origins(settings.allowed_origins),
         )
 
 
@@ -89,7 +92,8 @@ def install(app: FastAPI, settings: Settings) -> Security:
 
 
 async def guard(request: Request) -> None:
-    """Runs before every protected route: 401 without a valid identity, 429 past the user's rate."""
+    """Runs before every protected route: 401 without a valid identity, 403 from a foreign web page
+    (trusted_header), 415 for a body that is not JSON, 429 past the user's rate."""
     request.state.started = time.monotonic()
     if request.url.path in OPEN_PATHS:
         return
@@ -102,6 +106,7 @@ async def guard(request: Request) -> None:
     request.state.identity = identity
     identity_var.set(Identified(identity.user, identity.role))
     structlog.contextvars.bind_contextvars(user=identity.user, role=identity.role)
+    _admit(request, security)
     if request.url.path in CHAT_PATHS and security.settings.rate_limit_per_minute:
         who = identity.limit_key if identity.method != "none" else f"anonymous@{identity.client}"
         try:
@@ -109,6 +114,17 @@ async def guard(request: Request) -> None:
         except AgentError as exc:
             metrics.REJECTED.labels("rate_limited" if exc.status == 429 else "limiter_unavailable").inc()
             raise
+
+
+def _admit(request: Request, security: Security) -> None:
+    """Refuse what a foreign web page could send with the user's ambient SSO session (agent.api.admission)."""
+    try:
+        if security.settings.agent_auth == "trusted_header":
+            check_origin(request.headers, security.origins)
+        check_body_type(request.method, request.headers)
+    except AgentError as exc:
+        metrics.REJECTED.labels("foreign_origin" if exc.status == 403 else "not_json").inc()
+        raise
 
 
 def caller(request: Request) -> Caller:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from agent import __version__
 from agent.api import access, chat, info
 from agent.api.middleware import ObserveMiddleware
+from agent.api.readiness import Readiness
 from agent.api.schema import install_openapi
 from agent.backends.base import ModelBackend
 from agent.errors import AgentError
@@ -24,6 +26,7 @@ from agent.mcp_client import ToolBox
 from agent.settings import Settings
 
 log = structlog.get_logger("agent.api")
+CLIENT_LEFT = 499
 
 
 def make_backend(settings: Settings) -> ModelBackend:
@@ -39,7 +42,7 @@ def make_backend(settings: Settings) -> ModelBackend:
 def error_response(exc: AgentError, ollama_shape: bool = False) -> JSONResponse:
     headers = {}
     if exc.retry_after is not None:
-        headers["Retry-After"] = str(max(1, round(exc.retry_after)))
+        headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))  # as the messages round it
         headers["x-should-retry"] = "false"  # the openai SDK would otherwise retry a full queue twice
     body: dict[str, Any] = {"error": exc.client_message} if ollama_shape else exc.body()
     return JSONResponse(body, status_code=exc.status, headers=headers)
@@ -71,6 +74,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
     )
     install_openapi(app)
     app.state.settings, app.state.started = settings, int(time.time())  # read by the routes (agent.api.deps)
+    app.state.readiness = Readiness()  # logs what /readyz no longer shows, when it changes
     access.install(app, settings)  # before any route: authentication applies to every route declared below
 
     app.add_middleware(ObserveMiddleware)
@@ -80,6 +84,12 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
         log.warning("request_failed", status=exc.status, error=type(exc).__name__, message=exc.message)
         access.audit_failure(request, exc)
         return error_response(exc, ollama_shape=request.url.path.startswith("/api/"))
+
+    @app.exception_handler(chat.ClientLeft)
+    async def client_left(request: Request, exc: chat.ClientLeft) -> Response:
+        # Nobody reads this answer: 499 (nginx's "client closed request") is for the metric and the log.
+        log.info("client_left", endpoint=request.url.path)
+        return Response(status_code=CLIENT_LEFT)
 
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi_schema() -> JSONResponse:

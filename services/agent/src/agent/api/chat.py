@@ -81,11 +81,18 @@ async def _first(events: AsyncIterator[LoopEvent]) -> AsyncIterator[LoopEvent]:
     return chained()
 
 
+class ClientLeft(Exception):
+    """The client went away before its answer (or first token) was ready; its work has been cancelled."""
+
+
 async def _until_disconnect(request: Request, work: Awaitable[Any]) -> Any:
-    """Run a non-streaming answer, cancelling it (and its queued round) if the client goes away."""
+    """Run an answer (or wait for the first event of a stream), cancelling it and its queued round if the
+    client goes away: then ClientLeft, an info line and status 499 (agent.api.app), never a traceback."""
     task = asyncio.ensure_future(work)
     while not task.done():
         done, _ = await asyncio.wait([task], timeout=0.5)
         if not done and await request.is_disconnected():
             task.cancel()
+            await asyncio.wait([task])  # its cleanup (the queued round taken back) runs before the 499
+            raise ClientLeft
     return task.result()

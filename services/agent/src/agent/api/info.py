@@ -9,14 +9,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from agent import __version__
+from agent.api import readiness
 from agent.api.bodies import read_json, resolve_model
 from agent.api.deps import BackendDep, SettingsDep, StartedDep, ToolBoxDep
 from agent.backends.base import ModelStatus
 from agent.backends.models import has_model
-from agent.backends.ollama import pull_hint
-from agent.errors import ModelNotFound
+from agent.errors import AgentError, ModelNotFound
 from agent.loop.prompt import SYSTEM_PROMPT
 from agent_contract.fingerprint import tool_fingerprints
+from agent_contract.policy import ALL_TOOLS, Policy
 
 router = APIRouter()
 
@@ -76,20 +77,31 @@ async def ollama_version() -> dict[str, str]:
 
 
 @router.get("/v1/agent/info")
-async def agent_info(settings: SettingsDep, backend: BackendDep, toolbox: ToolBoxDep) -> dict[str, Any]:
-    """What an evaluation run must record: model, runtime version, prompt and tool-description fingerprints."""
+async def agent_info(
+    request: Request, settings: SettingsDep, backend: BackendDep, toolbox: ToolBoxDep
+) -> dict[str, Any]:
+    """What an evaluation run must record: model, runtime version, prompt and tool-description fingerprints.
+    The tools are the caller's own (those their role may use); an admin also gets the readiness details."""
     status: ModelStatus = await backend.status()
-    tools = await toolbox.list_tools()
-    return {
+    role: str = request.state.identity.role
+    policy: Policy = request.app.state.security.policy
+    info: dict[str, Any] = {
         "agent_version": __version__,
         "model": settings.ollama_model,
         "models": settings.served_models(),
         "ollama_version": status.version,
         "system_prompt_sha256": hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(),
-        **tool_fingerprints(tools),
-        "max_tool_rounds": settings.max_tool_rounds,
-        "options": settings.round_options(),
+        "role": role,
     }
+    try:
+        info |= tool_fingerprints([t for t in await toolbox.list_tools() if policy.allows(role, t.name)])
+    except AgentError as exc:  # the tool server is down: the rest still answers, the readiness says why
+        info["tools_error"] = exc.client_message
+    info |= {"max_tool_rounds": settings.max_tool_rounds, "options": settings.round_options()}
+    if ALL_TOOLS in policy.roles.get(role, frozenset()):
+        ready, _ = readiness.summary(checks := await readiness.details(settings, backend, toolbox))
+        info["readiness"] = {"status": "ready" if ready else "degraded", "checks": checks}
+    return info
 
 
 @router.get("/healthz")
@@ -98,28 +110,12 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz")
-async def readyz(settings: SettingsDep, backend: BackendDep, toolbox: ToolBoxDep) -> JSONResponse:
-    status: ModelStatus = await backend.status()
-    # Unreachable (Ollama, the worker or Redis down) says nothing about the models: never call them missing.
-    missing = [m for m in settings.served_models() if not has_model(status.models, m)] if status.reachable else []
-    model_check: dict[str, Any] = {
-        "ok": status.reachable and not missing,
-        "version": status.version,
-        "served": settings.served_models(),
-        "missing": missing,
-        "detail": status.detail,
-    }
-    if status.reachable and missing:
-        model_check["fix"] = "; ".join(pull_hint(m) for m in missing)
-    elif not status.reachable:
-        model_check["fix"] = status.detail  # names what is down and how to start it
-    mcp_problem = await toolbox.problem()
-    mcp_check = {"ok": mcp_problem is None, "url": settings.mcp_url}
-    checks = {"model": model_check, "mcp_server": mcp_check | ({"detail": mcp_problem} if mcp_problem else {})}
-    ready = all(c["ok"] for c in checks.values())
-    return JSONResponse(
-        {"status": "ready" if ready else "degraded", "checks": checks}, status_code=200 if ready else 503
-    )
+async def readyz(request: Request, settings: SettingsDep, backend: BackendDep, toolbox: ToolBoxDep) -> JSONResponse:
+    """Open to probes: per component only ready / not ready; the details go to the log (agent.api.readiness)."""
+    checks = await readiness.details(settings, backend, toolbox)
+    request.app.state.readiness.observe(checks)
+    ready, body = readiness.summary(checks)
+    return JSONResponse(body, status_code=200 if ready else 503)
 
 
 def _ollama_model(name: str) -> dict[str, Any]:

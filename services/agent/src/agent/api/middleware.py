@@ -42,5 +42,7 @@ class ObserveMiddleware:
             await self.app(scope, receive, send_with_id)
         finally:
             endpoint = getattr(scope.get("route"), "path", "unmatched")
-            metrics.REQUEST_DURATION.labels(endpoint, str(status)).observe(time.monotonic() - started)
+            metrics.REQUEST_DURATION.labels(endpoint, str(status), metrics.outcome(status)).observe(
+                time.monotonic() - started
+            )
             structlog.contextvars.unbind_contextvars("request_id")

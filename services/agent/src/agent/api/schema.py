@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
@@ -56,8 +57,72 @@ def body_of(model: type[BaseModel]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": ref}}}}
 
 
+STATUS_TEXT = {
+    400: "malformed body (not a JSON object, too deep, a NUL, a bad field)",
+    401: "no identity: a missing or wrong API key, an SSO header from outside TRUSTED_PROXIES, a refused user name",
+    403: "a browser page whose Origin is not in ALLOWED_ORIGINS (AGENT_AUTH=trusted_header)",
+    404: "a model this agent does not serve, or the runtime has not pulled",
+    413: "body larger than MAX_BODY_BYTES",
+    415: "a POST body not declared JSON (Content-Type application/json or …+json)",
+    429: "the user's rate limit per minute, or a full GPU queue: the message says which; Retry-After says when",
+    502: "the model failed while answering",
+    503: "a dependency is down (model runtime, tool server, queue, rate limiter); not ready (/readyz)",
+    504: "the model took too long",
+}
+CHAT_STATUSES = (400, 401, 403, 404, 413, 415, 429, 502, 503, 504)
+STATUSES: dict[tuple[str, str], tuple[int, ...]] = {
+    ("post", "/v1/chat/completions"): CHAT_STATUSES,
+    ("post", "/api/chat"): CHAT_STATUSES,
+    ("post", "/api/show"): (400, 401, 403, 404, 413, 415),
+    ("get", "/v1/models/{model_id}"): (401, 403, 404),
+    ("get", "/readyz"): (503,),
+}
+OPEN = frozenset({"/healthz", "/readyz", "/metrics", "/api/version"})  # agent.api.access.OPEN_PATHS
+ERRORS = {
+    "OpenAIError": {
+        "type": "object",
+        "properties": {
+            "error": {
+                "type": "object",
+                "properties": {k: {"type": ["string", "null"]} for k in ("message", "type", "param", "code")},
+                "required": ["message", "type", "param", "code"],
+            }
+        },
+    },
+    "OllamaError": {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]},
+}
+
+
+def _document(schema: dict[str, Any]) -> None:
+    """Bearer security on every route but the open ones, each route's error answers, /metrics' text type."""
+    components = schema.setdefault("components", {})
+    components["securitySchemes"] = {
+        "bearer": {"type": "http", "scheme": "bearer", "description": "an API key from `agent-admin keys add`"}
+    }
+    components.setdefault("schemas", {}).update(ERRORS)
+    for path, operations in schema.get("paths", {}).items():
+        shape = "OllamaError" if path.startswith("/api/") else "OpenAIError"
+        for method, operation in operations.items():
+            responses = operation.setdefault("responses", {})
+            responses.pop("422", None)  # the routes read their bodies themselves: a bad one is a 400
+            if path in OPEN:
+                operation["security"] = []
+                statuses = STATUSES.get((method, path), ())
+            else:
+                operation["security"] = [{"bearer": []}]
+                statuses = STATUSES.get((method, path), (401, 403))
+            for status in statuses:
+                ref = {"$ref": f"#/components/schemas/{shape}"}
+                content = {"application/json": {"schema": ref}}
+                responses[str(status)] = {"description": STATUS_TEXT[status], "content": content}
+    metrics = schema.get("paths", {}).get("/metrics", {}).get("get")
+    if metrics is not None:
+        text = {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}
+        metrics["responses"]["200"] = {"description": "Prometheus text exposition format", "content": text}
+
+
 def install_openapi(app: FastAPI) -> None:
-    """app.openapi() with the chat bodies' models in components/schemas."""
+    """app.openapi() with the chat bodies' models in components/schemas, security and every error answer."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -67,6 +132,7 @@ def install_openapi(app: FastAPI) -> None:
                 ref_template="#/components/schemas/{model}",
             )
             schema.setdefault("components", {}).setdefault("schemas", {}).update(defs.get("$defs", {}))
+            _document(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -143,8 +143,9 @@ def start(home: Path, files: Path | None) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     state = State(home)
     say(f"local-agent {cli.package_version()}, state in {state.home}")
-    for item in state.prepare():
-        say(Step("kept" if item.endswith("kept") else "ok", item).line())
+    made = state.prepare()
+    for item, new in made.items():
+        say(Step("ok" if new else "kept", f"{item} {'generated' if new else 'kept'}").line())
     token, _ = state.mcp_token()
     child, mcp_url = start_mcp(state, token, files or state.files_root)
     try:
@@ -153,14 +154,22 @@ def start(home: Path, files: Path | None) -> int:
         checks = Checks(settings)
         for step in asyncio.run(_first_checks(checks)):
             say(step.line())
-        key, _ = state.admin_key()
-        say(f"serving on {url} (OpenAI: {url}/v1, Ollama: {url}/api). API key (also in {state.home}/admin.key):")
-        say(f"  {key}")
+        say(f"serving on {url} (OpenAI: {url}/v1, Ollama: {url}/api)")
+        say(key_notice(state, made["admin API key"]))
         serve(settings, checks)
     finally:
         child.terminate()
         child.wait(timeout=15)
     return 0
+
+
+def key_notice(state: State, new: bool) -> str:
+    """The admin key is shown once, when it is made; a terminal's scroll-back or a log of every later start
+    would otherwise keep a copy. Afterwards: where it is."""
+    path = state.home / "admin.key"
+    if new:
+        return f"admin API key, shown this once (also kept in {path}, readable only by you):\n  {state.admin_key()[0]}"
+    return f"admin API key: in {path} (e.g. KEY=$(cat {path}))"
 
 
 def main(argv: list[str] | None = None) -> int:

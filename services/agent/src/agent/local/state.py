@@ -1,12 +1,19 @@
-"""The state directory of `local-agent`: what the first start generates and every later start keeps."""
+"""The state directory of `local-agent`: what the first start generates and every later start keeps.
+
+It holds the keys file, the admin key, the MCP token and the audit key: whoever can write it can let
+themselves in. So it is created 0700, and an existing one that another user owns or may write into is
+refused with the command that fixes it (as ssh refuses a `~/.ssh` others can write), never used as is.
+"""
 
 from __future__ import annotations
 
 import os
 import secrets
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.cli import UsageError
 from agent.security.auth import add_key, read_keys
 
 ADMIN = "admin"
@@ -26,6 +33,23 @@ def _secret_file(path: Path, make: str) -> tuple[str, bool]:
     with os.fdopen(fd, "w") as f:
         f.write(make + "\n")
     return make, True
+
+
+def check_private(path: Path) -> None:
+    """Refuse a state entry another user owns or may write (group or world), in one sentence with the fix."""
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        raise UsageError(f"{path} is a symbolic link; remove it, or choose another state directory with --home DIR")
+    if info.st_uid != os.getuid():
+        raise UsageError(
+            f"{path} belongs to another user (uid {info.st_uid}), who could replace its keys; "
+            "choose a directory of your own with --home DIR"
+        )
+    if info.st_mode & 0o022:
+        raise UsageError(
+            f"{path} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}), who could replace its keys; "
+            f"fix it with `chmod go-w {path}` (or choose another state directory with --home DIR)"
+        )
 
 
 @dataclass(frozen=True)
@@ -68,12 +92,30 @@ class State:
         key = add_key(self.keys_file, ADMIN, ADMIN)
         return _secret_file(path, key)[0], True
 
-    def prepare(self) -> list[str]:
-        """Create what is missing; says, per item, whether it was made now or kept from an earlier start."""
-        for folder in (self.home, self.audit_dir, self.data_dir, self.files_root):
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    def entries(self) -> list[Path]:
+        """Everything in the state directory whose owner and mode decide who may act as the admin."""
+        names = ("keys.yaml", "admin.key", "mcp-token", "audit.key")
+        return [self.home, self.audit_dir, self.data_dir, self.files_root, *(self.home / n for n in names)]
+
+    def prepare(self) -> dict[str, bool]:
+        """Create what is missing (0700), refuse what others could write; says, per item, whether it was
+        made now (True) or kept from an earlier start."""
+        try:
+            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for entry in self.entries():
+                if entry.exists() or entry.is_symlink():
+                    check_private(entry)
+            for folder in (self.audit_dir, self.data_dir, self.files_root):
+                folder.mkdir(exist_ok=True, mode=0o700)
+            return self._secrets()
+        except OSError as exc:  # /proc/nope, a read-only disk, a file where the directory should be
+            raise UsageError(
+                f"cannot use {exc.filename or self.home} as the state directory ({exc.strerror or exc}); "
+                "choose another with --home DIR"
+            ) from exc
+
+    def _secrets(self) -> dict[str, bool]:
         _, token_new = self.mcp_token()
         _, key_new = self.admin_key()
         _secret_file(self.audit_key_file, secrets.token_hex(32))
-        made = {True: "generated", False: "kept"}
-        return [f"MCP token {made[token_new]}", f"admin API key {made[key_new]}"]
+        return {"MCP token": token_new, "admin API key": key_new}

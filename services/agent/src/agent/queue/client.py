@@ -27,10 +27,10 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict, note_worker
-from agent.errors import DependencyDown, QueueFull, QueueTimeout
+from agent.errors import DependencyDown, QueueTimeout
 from agent.metrics import QUEUE_WAIT, REJECTED
 from agent.queue import keys, rounds, rq_adapter
-from agent.queue.depth import DepthGauge, estimate_retry_after
+from agent.queue.depth import DepthGauge, estimate_retry_after, refusal
 from agent.queue.events import error_from
 from agent.queue.reader import StreamReader
 from agent.queue.registry import WorkerRegistry, capacity
@@ -142,17 +142,12 @@ class QueueBackend:
         if admission.preempted:
             log.info("task_rounds_preempted", count=admission.preempted)
         depth = admission.depth
-        if not admission.admitted and rnd.request.priority == "task":
-            raise QueueFull("user rounds are waiting: the client task is not queued")
         if not admission.admitted:
-            REJECTED.labels("queue_full").inc()
-            self.depth.set(admission.waiting)  # the latest Redis saw: concurrent admissions may resume out of order
             wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, capacity(workers))
-            raise QueueFull(
-                f"The GPU queue is full ({depth} rounds waiting, MAX_QUEUE_DEPTH="
-                f"{self.settings.max_queue_depth}); retry in about {wait} s",
-                retry_after=wait,
-            )
+            if rnd.request.priority != "task":
+                REJECTED.labels("queue_full").inc()
+                self.depth.set(admission.waiting)  # the latest Redis saw: admissions may resume out of order
+            raise refusal(rnd.request.priority == "task", depth, self.settings.max_queue_depth, wait)
         self.depth.set(admission.waiting)
         log.debug("round_enqueued", job_id=rnd.job_id, round=rnd.request.round, depth=depth)
 

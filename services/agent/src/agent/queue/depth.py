@@ -1,4 +1,4 @@
-"""How full the GPU queue is, for the API: the QUEUE_DEPTH gauge and the Retry-After of a refused round.
+"""How full the GPU queue is, for the API: the QUEUE_DEPTH gauge, and the 429 of a refused round with its Retry-After.
 
 The gauge is set from each admission's reply (the depth Redis saw at that moment) and re-read from Redis a
 little after rounds enter or leave the queue. Concurrent admissions may resume out of order, so an admission's
@@ -16,6 +16,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from agent.errors import QueueFull, TaskRefused
 from agent.metrics import QUEUE_DEPTH
 from agent.queue import keys
 
@@ -31,6 +32,21 @@ def estimate_retry_after(
     mean = sum(durations) / len(durations) if durations else fallback
     over = max(1, depth - max_depth + 1)
     return max(1, min(MAX_RETRY_AFTER, math.ceil(mean * over / max(1, capacity))))
+
+
+def refusal(task: bool, depth: int, max_depth: int, wait: int) -> QueueFull:
+    """The 429 of a round the queue did not admit, saying which limit and when to come back."""
+    if task:
+        return TaskRefused(
+            "The GPU is busy with users' questions, so this background task (a title, tags or follow-up "
+            f"suggestions) was not queued. Try again in about {wait} s.",
+            retry_after=wait,
+        )
+    return QueueFull(
+        f"The GPU queue is full: {depth} questions are waiting for the model (MAX_QUEUE_DEPTH={max_depth}). "
+        f"This is not your rate limit; try again in about {wait} s.",
+        retry_after=wait,
+    )
 
 
 class DepthGauge:

@@ -13,6 +13,7 @@ pass. A limit that holds only while Redis is healthy would not be a limit under 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import uuid
 from collections import deque
@@ -53,6 +54,7 @@ class RateLimited(AgentError):
     status = 429
     type = "rate_limit_error"
     code = "rate_limited"
+    public: str | None = None  # the message names the limit and the wait: the client's to read
 
 
 class LimiterUnavailable(DependencyDown):
@@ -161,7 +163,7 @@ async def enforce(limiter: RateLimiter, key: str, per_minute: int) -> None:
     wait = await limiter.hit(key)
     if wait is not None:
         raise RateLimited(
-            f"Rate limit reached: at most {per_minute} requests per minute per user. "
-            f"Try again in {max(1, round(wait))} s.",
+            f"Rate limit reached: at most {per_minute} requests per minute per user (RATE_LIMIT_PER_MINUTE). "
+            f"Try again in {max(1, math.ceil(wait))} s.",
             retry_after=wait,
         )
