@@ -34,6 +34,27 @@ class FakeOllama:
 
 
 @dataclass
+class FakeOpenAI:
+    url: str
+
+    def script(self, *replies: dict[str, Any], **extra: Any) -> None:
+        httpx.post(f"{self.url}/_fake/script", json={"replies": list(replies), **extra}, timeout=5).raise_for_status()
+
+    def requests(self) -> list[dict[str, Any]]:
+        return list(httpx.get(f"{self.url}/_fake/requests", timeout=5).json()["requests"])
+
+
+@pytest.fixture(scope="module")
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """The scripted OpenAI-compatible server (tests/fakes/fake_openai.py), one per test module."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = ["python", "-m", "tests.fakes.fake_openai", "--host", "127.0.0.1", "--port", str(port)]
+    with running(cmd, ready_url=f"{url}/v1/models"):
+        yield FakeOpenAI(url)
+
+
+@dataclass
 class McpServer:
     url: str
     token: str

@@ -12,28 +12,8 @@ import httpx
 import openai
 import pytest
 
-from tests.integration.conftest import McpServer, agent_env
+from tests.integration.conftest import FakeOpenAI, McpServer, agent_env
 from tests.support.procs import Proc, free_port, running, wait_until
-
-
-@dataclass
-class FakeOpenAI:
-    url: str
-
-    def script(self, *replies: dict[str, Any]) -> None:
-        httpx.post(f"{self.url}/_fake/script", json={"replies": list(replies)}, timeout=5).raise_for_status()
-
-    def requests(self) -> list[dict[str, Any]]:
-        return list(httpx.get(f"{self.url}/_fake/requests", timeout=5).json()["requests"])
-
-
-@pytest.fixture(scope="module")
-def fake_openai() -> Iterator[FakeOpenAI]:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    cmd = ["python", "-m", "tests.fakes.fake_openai", "--host", "127.0.0.1", "--port", str(port)]
-    with running(cmd, ready_url=f"{url}/v1/models"):
-        yield FakeOpenAI(url)
 
 
 @pytest.fixture(scope="module")
