@@ -33,8 +33,11 @@ async def chat_completions(request: Request, settings: SettingsDep, loop: LoopDe
     model, events = start_loop(request, data, settings, loop, tasks)
     renderer = OpenAIRenderer(model)
     if not stream:
-        return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
-    chunks = renderer.stream(await _until_disconnect(request, _first(events)), usage)
+        return _json(await _until_disconnect(request, renderer.complete(events)))
+    first = await _until_disconnect(request, _first(events))
+    if first is GONE:
+        return Response(status_code=CLIENT_GONE)
+    chunks = renderer.stream(first, usage)
     return StreamingResponse(chunks, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
 
@@ -45,8 +48,10 @@ async def ollama_chat(request: Request, settings: SettingsDep, loop: LoopDep, ta
     model, events = start_loop(request, data, settings, loop, tasks)
     renderer = OllamaRenderer(model)
     if not stream:
-        return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
+        return _json(await _until_disconnect(request, renderer.complete(events)))
     first = await _until_disconnect(request, _first(events))  # a client gone before its first token stops it
+    if first is GONE:
+        return Response(status_code=CLIENT_GONE)
     return StreamingResponse(renderer.stream(first), media_type="application/x-ndjson")
 
 
@@ -81,11 +86,20 @@ async def _first(events: AsyncIterator[LoopEvent]) -> AsyncIterator[LoopEvent]:
     return chained()
 
 
+GONE = object()  # the answer of a request whose client went away
+CLIENT_GONE = 499  # nginx's "client closed request": only the logs and metrics see it
+
+
+def _json(body: Any) -> Response:
+    return Response(status_code=CLIENT_GONE) if body is GONE else JSONResponse(body)
+
+
 async def _until_disconnect(request: Request, work: Awaitable[Any]) -> Any:
-    """Run a non-streaming answer, cancelling it (and its queued round) if the client goes away."""
+    """Run a non-streaming answer, cancelling it (and its queued round) if the client goes away; then GONE,
+    not a CancelledError out of the route (uvicorn would log it as a crash with its traceback)."""
     task = asyncio.ensure_future(work)
     while not task.done():
         done, _ = await asyncio.wait([task], timeout=0.5)
         if not done and await request.is_disconnected():
             task.cancel()
-    return task.result()
+    return GONE if task.cancelled() else task.result()
