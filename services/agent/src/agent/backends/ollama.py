@@ -174,7 +174,10 @@ async def ollama_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
         version = (await http.get(f"{url}/api/version", timeout=3.0)).json().get("version")
     except (httpx.HTTPError, ValueError) as exc:
         return ModelStatus(False, detail=f"Ollama unreachable at {url}: {type(exc).__name__}")
-    return ModelStatus(True, [m.get("name", "") for m in tags.get("models", [])], version)
+    models = [m.get("name", "") for m in tags.get("models", [])]
+    scripted = str(version or "").endswith("-fake")  # tests/fakes/fake_ollama.py (and scripts/try's stand-in)
+    engine = f"scripted Ollama stand-in {version}" if scripted else f"Ollama {version or '?'}"
+    return ModelStatus(True, models, version, engine=engine, scripted=scripted)
 
 
 async def warm_up(http: httpx.AsyncClient, url: str, model: str, options: dict[str, Any]) -> tuple[bool, str]:
