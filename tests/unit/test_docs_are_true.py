@@ -22,7 +22,7 @@ NOT_IN_REPO = {
     "compose.gpu2.yml",  # the copy the operator makes for a third GPU
     "infra/prometheus/worker-hosts/gpu-host-2.yml",  # the file the operator writes per GPU host
 }
-DOCS = sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
+DOCS = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]
 
 
 def test_every_message_troubleshooting_quotes_is_one_the_code_can_produce() -> None:
