@@ -62,3 +62,10 @@ def cited_paths(doc: Path) -> set[str]:
 def test_every_path_the_docs_cite_exists(doc: Path) -> None:
     missing = sorted(p for p in cited_paths(doc) - NOT_IN_REPO if not (REPO / p.split("::")[0]).exists())
     assert missing == []
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_docker_compose_ps_always_shows_the_finished_one_shots(doc: Path) -> None:
+    """Plain `docker compose ps` hides exited containers: the one-shot services (and a crashed service) vanish."""
+    text = doc.read_text(encoding="utf-8")
+    assert re.findall(r"docker compose ps(?! -a)\b", text) == []
