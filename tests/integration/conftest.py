@@ -17,6 +17,19 @@ from tests.support.procs import Proc, free_port, running
 pytestmark = pytest.mark.integration
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """A failed test that used a real engine shows the engine's own last log lines (tests.support.engine)."""
+    try:
+        return (yield)
+    except BaseException as exc:
+        values = getattr(item, "funcargs", {}).values()
+        engines = {id(p): p for v in values for p in (v, getattr(v, "engine", None)) if hasattr(p, "failure_note")}
+        for engine in engines.values():  # an engine fixture and a stack holding it: one note
+            exc.add_note(engine.failure_note())
+        raise
+
+
 @dataclass
 class FakeOllama:
     url: str
