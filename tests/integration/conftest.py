@@ -24,7 +24,8 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         return (yield)
     except BaseException as exc:
         values = getattr(item, "funcargs", {}).values()
-        engines = {id(p): p for v in values for p in (v, getattr(v, "engine", None)) if hasattr(p, "failure_note")}
+        parts: list[Any] = [p for v in values for p in (v, getattr(v, "engine", None))]
+        engines = {id(p): p for p in parts if hasattr(p, "failure_note")}
         for engine in engines.values():  # an engine fixture and a stack holding it: one note
             exc.add_note(engine.failure_note())
         raise

@@ -70,8 +70,11 @@ async def test_the_queue_depth_gauge_counts_waiting_task_rounds_too(queue_worker
         tasks = [asyncio.create_task(answer(backend, task(f"### Task: title {i}"))) for i in range(2)]
         try:
             await asyncio.to_thread(wait_until, lambda: len(queue_fixtures.queued(queue_workers)) == 2, 10.0, 0.02)
+
             # two admissions may resume out of order (the gauge briefly 1); the sample that follows sets it right
-            gauge = lambda: REGISTRY.get_sample_value("agent_queue_depth")  # noqa: E731
+            def gauge() -> float | None:
+                return REGISTRY.get_sample_value("agent_queue_depth")
+
             await asyncio.to_thread(wait_until, lambda: gauge() == 2, 10.0, 0.05, "agent_queue_depth == 2")
         finally:
             for job in (first, *tasks):

@@ -39,11 +39,13 @@ def limited_agent(refusals: int, info: dict[str, Any] | None = None, retry: str 
         if left[0] > 0:
             left[0] -= 1
             headers = {"Retry-After": retry} if retry is not None else {}
-            return httpx.Response(429, json={"error": {"message": "rate limit", "code": "rate_limited"}}, headers=headers)
+            error = {"error": {"message": "rate limit", "code": "rate_limited"}}
+            return httpx.Response(429, json=error, headers=headers)
         text = json.loads(request.content)["messages"][-1]["content"]
         return httpx.Response(200, json=completion("4" if "2+2" in text else "It is 10:00."))
 
-    return AgentClient("http://agent.test/v1", transport=httpx.MockTransport(handle), budget=WaitBudget(60, sleep=slept.append))
+    transport = httpx.MockTransport(handle)
+    return AgentClient("http://agent.test/v1", transport=transport, budget=WaitBudget(60, sleep=slept.append))
 
 
 slept: list[float] = []

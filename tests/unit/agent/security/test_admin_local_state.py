@@ -57,7 +57,7 @@ def test_home_flag_and_env(clean_env: Path, tmp_path: Path, monkeypatch: pytest.
 def test_an_explicit_keys_file_is_never_second_guessed(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     State(clean_env).prepare()
     monkeypatch.setenv("AGENT_KEYS_FILE", str(clean_env.parent / "other.yaml"))
-    code, out, err = run("keys", "list")
+    _, out, err = run("keys", "list")
     assert "local-agent's state" not in err and "admin" not in out
 
 

@@ -8,6 +8,7 @@ caller says "serving": a busy port is a one-line error naming AGENT_PORT, not a 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import socket
 import sys
@@ -60,9 +61,7 @@ def serve(app: Any, settings: Settings, sock: socket.socket) -> None:
         loop="asyncio",  # not uvicorn's "auto", which would take uvloop (installed for agent-worker) untested here
     )
     server = uvicorn.Server(config)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
-    except KeyboardInterrupt:
-        pass
     if not server.started:
         sys.exit(STARTUP_FAILURE)

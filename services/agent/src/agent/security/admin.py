@@ -209,7 +209,8 @@ def audit_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _criteria(args: argparse.Namespace) -> str:
-    given = [f"--{name} {getattr(args, name)}" for name in ("customer", "user", "since", "until") if getattr(args, name)]
+    names = ("customer", "user", "since", "until")
+    given = [f"--{name} {getattr(args, name)}" for name in names if getattr(args, name)]
     return f" ({', '.join(given)})" if given else ""
 
 
