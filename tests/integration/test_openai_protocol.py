@@ -106,3 +106,8 @@ def test_streamed_text_and_reasoning(openai_api: str, sdk: openai.OpenAI, fake_o
     assert text == "Hello there, friend!" and len([c for c in chunks if c.choices]) > 3
     health = httpx.get(f"{openai_api}/readyz", timeout=5).json()
     assert health["status"] == "ready"
+
+
+def test_agent_info_names_the_scripted_stand_in(openai_api: str) -> None:
+    info = httpx.get(f"{openai_api}/v1/agent/info", timeout=10).json()
+    assert info["engine"] == "scripted OpenAI-protocol stand-in" and info["engine_scripted"] is True

@@ -26,7 +26,7 @@ from tests.integration import queue_fixtures
 from tests.integration.conftest import McpServer, agent_env
 from tests.integration.queue_fixtures import RedisServer
 from tests.support.engine import MODEL, Engine, built
-from tests.support.procs import REPO, VENV_BIN, free_port, running
+from tests.support.procs import REPO, VENV_BIN, free_port, running, wait_until
 
 queue_redis = queue_fixtures.queue_redis
 CONTEXT = 1024
@@ -113,3 +113,13 @@ def test_a_prompt_over_the_context_is_a_clear_4xx(stack: Stack) -> None:
     error = resp.json()["error"]
     assert error["code"] == "context_length_exceeded" and "context window" in error["message"]
     assert "http://" not in error["message"]  # the model server's address stays in the operator's log
+
+
+def test_agent_info_names_the_real_engine_behind_the_queue(stack: Stack) -> None:
+    """The worker reports what serves its rounds; an evaluation report is titled with it."""
+
+    def info() -> dict[str, object]:
+        return dict(httpx.get(f"{stack.api}/v1/agent/info", timeout=10).json())
+
+    wait_until(lambda: info()["engine"] is not None, timeout=30, what="the worker's first status")
+    assert info()["engine"] == "llamacpp (OpenAI protocol)" and info()["engine_scripted"] is False
