@@ -53,6 +53,7 @@ REPLY_KEYS = {
     "token_delay",
     "first_token_delay",
     "tokens",
+    "hang",
 }
 SCRIPT_KEYS = {"rules", "default", "token_delay", "first_token_delay", "batch_exponent", "models"}
 THINK_LEVELS = {"low", "medium", "high", "max"}
@@ -213,6 +214,9 @@ def _check_reply(reply: Any, what: str) -> Json:
             raise ScriptError(f"{what}.tool_calls arguments must be an object (Ollama sends objects)")
     if "tokens" in reply and not all(isinstance(t, str) for t in reply["tokens"]):
         raise ScriptError(f"{what}.tokens must be a list of strings")
+    hang = reply.get("hang")
+    if hang is not None and hang != "before_headers" and not (isinstance(hang, dict) and set(hang) == {"after_tokens"}):
+        raise ScriptError(f'{what}.hang must be "before_headers" or {{"after_tokens": n}}')
     return dict(reply)
 
 
@@ -319,6 +323,7 @@ class Plan:
     first_token_delay: float
     stream_error: Json | None
     batch_exponent: float = 0.0
+    hang: Any = None  # "before_headers" or {"after_tokens": n}: then nothing more until the client leaves
 
 
 def make_plan(state: FakeState, reply: Json, convo: Conversation, think_on: bool, num_predict: int) -> Plan:
@@ -344,6 +349,7 @@ def make_plan(state: FakeState, reply: Json, convo: Conversation, think_on: bool
         first_token_delay=float(reply.get("first_token_delay", state.behaviour.first_token_delay)),
         stream_error=reply.get("stream_error"),
         batch_exponent=state.behaviour.batch_exponent,
+        hang=reply.get("hang"),
     )
 
 
@@ -385,7 +391,10 @@ class Generation:
         first = time.perf_counter_ns()
         on_done: list[Json] = []
         error = self.plan.stream_error
+        hang_at = int(self.plan.hang["after_tokens"]) if isinstance(self.plan.hang, dict) else None
         for n, (kind, value) in enumerate(self.plan.steps):
+            if n == hang_at:  # a server stuck mid-answer: the connection stays open, nothing more comes
+                await anyio.sleep_forever()
             if error is not None and n >= int(error.get("after_tokens", 0)):
                 self.outcome = "error"
                 yield _error_chunk(error)
@@ -486,6 +495,8 @@ class GenerationResponse(Response):
         # As in Ollama, the model is free once it produced the last chunk: the generation ends there, not after
         # the response's clean-up, which a fast client's next request could overtake (peak 2 with one client at a
         # time, seen in scripts/bench-queue's direct calls).
+        if self.generation.plan.hang == "before_headers":  # a server that accepted the request and never answers
+            await anyio.sleep_forever()
         if not self.stream:
             merged = merge_chunks([c async for c in self.generation.chunks()])
             self._end()

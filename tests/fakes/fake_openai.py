@@ -7,7 +7,8 @@ limit (`finish_reason: length`, arguments invalid JSON), errors before the first
 
 Script (POST /_fake/script): {"replies": [reply, ...], "models": [...]} — one reply per request, in order;
 the last one repeats. A reply: {"content": str, "reasoning": str, "tool_calls": [{"name": str, "arguments":
-str | object}], "finish_reason": str, "status": int, "error": str, "stream_error": str, "token_delay": s}.
+str | object}], "finish_reason": str, "status": int, "error": str, "stream_error": str, "token_delay": s,
+"hang": "before_headers" | {"after_tokens": n}} (hang: nothing more, connection open, until the client leaves).
 GET /_fake/requests gives the bodies received. Standalone: `python fake_openai.py --port P`.
 """
 
@@ -77,7 +78,10 @@ async def _events(state: FakeState, reply: Json, body: Json) -> AsyncIterator[by
     state.active += 1
     state.peak = max(state.peak, state.active)
     try:
+        hang = reply.get("hang")
         for n, delta in enumerate(deltas):
+            if isinstance(hang, dict) and n == int(hang["after_tokens"]):
+                await asyncio.Event().wait()  # stuck mid-answer: nothing more until the client leaves
             if delay:
                 await asyncio.sleep(delay)
             if reply.get("stream_error") and n == len(deltas) // 2:
@@ -104,6 +108,8 @@ async def completions(request: Request) -> Response:
     body = await request.json()
     state.requests.append(body)
     reply = state.next_reply()
+    if reply.get("hang") == "before_headers":  # accepted, never answered
+        await asyncio.Event().wait()
     if reply.get("status"):
         error = {"code": reply["status"], "message": reply.get("error", "failed"), "type": reply.get("type", "")}
         return JSONResponse({"error": error}, status_code=int(reply["status"]))

@@ -17,6 +17,20 @@ from tests.support.procs import Proc, free_port, running
 pytestmark = pytest.mark.integration
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """A failed test that used a real engine shows the engine's own last log lines (tests.support.engine)."""
+    try:
+        return (yield)
+    except BaseException as exc:
+        values = getattr(item, "funcargs", {}).values()
+        parts: list[Any] = [p for v in values for p in (v, getattr(v, "engine", None))]
+        engines = {id(p): p for p in parts if hasattr(p, "failure_note")}
+        for engine in engines.values():  # an engine fixture and a stack holding it: one note
+            exc.add_note(engine.failure_note())
+        raise
+
+
 @dataclass
 class FakeOllama:
     url: str
@@ -31,6 +45,27 @@ class FakeOllama:
 
     def stats(self) -> dict[str, Any]:
         return dict(httpx.get(f"{self.url}/_fake/stats", timeout=5).json())
+
+
+@dataclass
+class FakeOpenAI:
+    url: str
+
+    def script(self, *replies: dict[str, Any], **extra: Any) -> None:
+        httpx.post(f"{self.url}/_fake/script", json={"replies": list(replies), **extra}, timeout=5).raise_for_status()
+
+    def requests(self) -> list[dict[str, Any]]:
+        return list(httpx.get(f"{self.url}/_fake/requests", timeout=5).json()["requests"])
+
+
+@pytest.fixture(scope="module")
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """The scripted OpenAI-compatible server (tests/fakes/fake_openai.py), one per test module."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = ["python", "-m", "tests.fakes.fake_openai", "--host", "127.0.0.1", "--port", str(port)]
+    with running(cmd, ready_url=f"{url}/v1/models"):
+        yield FakeOpenAI(url)
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """`local-agent` against the scripted Ollama: a tool answer with no Redis and no Docker, then a second start
-that keeps what the first one made, and a failed start-up step shown in the chat answer itself.
+that keeps what the first one made, and a failed start-up step shown in the chat answer itself; against the
+scripted OpenAI-protocol server (MODEL_PROTOCOL=openai, MODEL_URL) as agent-api reads them; a busy port.
 
 The scripted model's replies are plumbing, never model accuracy.
 """
@@ -7,13 +8,14 @@ The scripted model's replies are plumbing, never model accuracy.
 from __future__ import annotations
 
 import contextlib
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.integration.conftest import FakeOllama
+from tests.integration.conftest import FakeOllama, FakeOpenAI
 from tests.support.procs import VENV_BIN, Proc, free_port, running, wait_until
 
 TIME_RULE = {
@@ -104,3 +106,41 @@ def test_a_failed_step_is_the_chat_answer_with_the_fix(fake_ollama: FakeOllama, 
     text = answer["choices"][0]["message"]["content"]
     assert "model llama3.2:1b is not in Ollama" in text and "`ollama pull llama3.2:1b`" in text
     assert "[FAILED] model llama3.2:1b is not in Ollama" in output(proc)
+
+
+def test_model_protocol_openai_and_model_url_are_honoured(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    """The rounds and the start-up checks go to MODEL_URL in OpenAI's protocol, never to OLLAMA_URL."""
+    fake_openai.script({"content": "Deposits today: see the tool."}, models=["smollm2:135m"])
+    home, port = tmp_path / "state", free_port()
+    nobody = f"http://127.0.0.1:{free_port()}"  # OLLAMA_URL where nothing answers: using it would fail the chat
+    env = {"OLLAMA_URL": nobody, "MODEL_PROTOCOL": "openai", "MODEL_URL": fake_openai.url,
+           "OLLAMA_MODEL": "smollm2:135m", "AGENT_PORT": str(port), "REDIS_URL": "redis://127.0.0.1:1/0"}  # fmt: skip
+    cmd = ["local-agent", "--home", str(home)]
+    with running(cmd, env=env, ready_url=f"http://127.0.0.1:{port}/healthz", timeout=90) as proc:
+        key = (home / "admin.key").read_text().strip()
+        answer = ask(f"http://127.0.0.1:{port}", key, "How many dollars were deposited today?", model="smollm2:135m")
+    assert answer["choices"][0]["message"]["content"] == "Deposits today: see the tool."
+    sent = fake_openai.requests()
+    assert len(sent) == 1 and sent[0]["model"] == "smollm2:135m" and sent[0]["tools"]
+    log = output(proc)
+    assert f"OpenAI-protocol model server answers at {fake_openai.url}" in log
+    assert "[ok] model smollm2:135m is served" in log and "Ollama" not in log.split("serving on")[0]
+
+
+def test_a_busy_port_fails_before_anything_says_serving(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [str(VENV_BIN / "local-agent"), "--home", str(tmp_path / "state")],
+            env={"AGENT_PORT": str(port), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2, done.stderr
+    assert f"127.0.0.1:{port} is in use by another program" in done.stderr and "AGENT_PORT=" in done.stderr
+    assert "serving" not in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "state").exists()  # nothing generated, no tool server started

@@ -5,35 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
-from tests.integration.conftest import McpServer, agent_env
+from tests.integration.conftest import FakeOpenAI, McpServer, agent_env
 from tests.support.procs import Proc, free_port, running, wait_until
-
-
-@dataclass
-class FakeOpenAI:
-    url: str
-
-    def script(self, *replies: dict[str, Any]) -> None:
-        httpx.post(f"{self.url}/_fake/script", json={"replies": list(replies)}, timeout=5).raise_for_status()
-
-    def requests(self) -> list[dict[str, Any]]:
-        return list(httpx.get(f"{self.url}/_fake/requests", timeout=5).json()["requests"])
-
-
-@pytest.fixture(scope="module")
-def fake_openai() -> Iterator[FakeOpenAI]:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    cmd = ["python", "-m", "tests.fakes.fake_openai", "--host", "127.0.0.1", "--port", str(port)]
-    with running(cmd, ready_url=f"{url}/v1/models"):
-        yield FakeOpenAI(url)
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +106,8 @@ def test_streamed_text_and_reasoning(openai_api: str, sdk: openai.OpenAI, fake_o
     assert text == "Hello there, friend!" and len([c for c in chunks if c.choices]) > 3
     health = httpx.get(f"{openai_api}/readyz", timeout=5).json()
     assert health["status"] == "ready"
+
+
+def test_agent_info_names_the_scripted_stand_in(openai_api: str) -> None:
+    info = httpx.get(f"{openai_api}/v1/agent/info", timeout=10).json()
+    assert info["engine"] == "scripted OpenAI-protocol stand-in" and info["engine_scripted"] is True

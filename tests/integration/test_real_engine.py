@@ -1,5 +1,7 @@
-"""A real engine behind the queue: llama.cpp's llama-server (built by scripts/llama-server from the PyPI sdist)
-serving SmolLM2-135M-Instruct, reached through agent-api -> Redis -> agent-worker (MODEL_PROTOCOL=openai).
+"""A real engine behind the queue: llama.cpp's llama-server (built by scripts/llama-server from the PyPI sdist,
+started as users start it, `scripts/llama-server serve`) serving SmolLM2-135M-Instruct, reached through
+agent-api -> Redis -> agent-worker (MODEL_PROTOCOL=openai). Never skipped under REQUIRE_E2E=1; a failure shows
+the engine's own last log lines.
 
 Real tokens from a real transformer, so these tests check structure and plumbing: streaming to the openai SDK
 and the ollama client, token counts and time to first token in the worker's metrics, a clear 4xx for a prompt
@@ -10,9 +12,7 @@ server checks that every request sends cache_prompt false.)
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -25,56 +25,45 @@ from openai.types.chat import ChatCompletionMessageParam
 from tests.integration import queue_fixtures
 from tests.integration.conftest import McpServer, agent_env
 from tests.integration.queue_fixtures import RedisServer
-from tests.support.procs import REPO, VENV_BIN, free_port, running
+from tests.support.engine import MODEL, Engine, built
+from tests.support.procs import REPO, VENV_BIN, free_port, running, wait_until
 
 queue_redis = queue_fixtures.queue_redis
-MODEL = "smollm2:135m"
 CONTEXT = 1024
 
 
-def engine_paths() -> tuple[str, str]:
-    """The built llama-server and the GGUF (scripts/llama-server --check builds nothing)."""
-    found = subprocess.run([REPO / "scripts/llama-server", "--check"], capture_output=True, text=True, check=False)
-    if found.returncode != 0:
-        why = "llama-server is not built: run scripts/llama-server (.ci/run does)"
-        if os.environ.get("REQUIRE_E2E") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
-    paths = dict(line.split("=", 1) for line in found.stdout.split())
-    return paths["LLAMA_SERVER_BIN"], paths["LLAMA_MODEL_GGUF"]
-
-
 @pytest.fixture(scope="module")
-def engine() -> Iterator[str]:
-    binary, gguf = engine_paths()
+def engine() -> Iterator[Engine]:
+    """llama-server as users start it (scripts/llama-server serve), with a small context and short answers."""
+    built()
     port = free_port()
-    cmd = [binary, "--model", gguf, "--alias", MODEL, "--host", "127.0.0.1", "--port", str(port),
-           "--ctx-size", str(CONTEXT), "--parallel", "1", "--n-predict", "32", "--threads", "2", "--jinja",
-           "--no-webui"]  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    with running(cmd, ready_url=f"{url}/health", timeout=120):
-        yield url
+    env = {"LLAMA_CTX": str(CONTEXT), "LLAMA_N_PREDICT": "32"}
+    cmd = [str(REPO / "scripts/llama-server"), "serve", str(port)]
+    with running(cmd, env=env, ready_url=f"{url}/health", timeout=120) as proc:
+        yield Engine(url, proc)
 
 
 @dataclass
 class Stack:
     api: str
     worker_metrics: str
+    engine: Engine  # its failure_note() is added to a failing test's report (tests/integration/conftest.py)
 
 
 @pytest.fixture(scope="module")
-def stack(engine: str, queue_redis: RedisServer, mcp_server: McpServer) -> Iterator[Stack]:
+def stack(engine: Engine, queue_redis: RedisServer, mcp_server: McpServer) -> Iterator[Stack]:
     metrics_port, api_port = free_port(), free_port()
-    model = {"MODEL_PROTOCOL": "openai", "MODEL_URL": engine, "OLLAMA_MODEL": MODEL, "EXTRA_MODELS": ""}
+    model = {"MODEL_PROTOCOL": "openai", "MODEL_URL": engine.url, "OLLAMA_MODEL": MODEL, "EXTRA_MODELS": ""}
     worker_env = {"REDIS_URL": queue_redis.url, "GPU_ID": "cpu0", "WORKER_METRICS_PORT": str(metrics_port),
                   "THINK_HOLDBACK_MODELS": "", "LOG_LEVEL": "INFO", **model}  # fmt: skip
-    api_env = agent_env(engine, mcp_server, api_port, MODEL_BACKEND="queue", REDIS_URL=queue_redis.url, **model)
+    api_env = agent_env(engine.url, mcp_server, api_port, MODEL_BACKEND="queue", REDIS_URL=queue_redis.url, **model)
     metrics = f"http://127.0.0.1:{metrics_port}/metrics"
     with (
         running([str(VENV_BIN / "agent-worker")], env=worker_env, ready_url=metrics, timeout=60),
         running(["agent-api"], env=api_env, ready_url=f"http://127.0.0.1:{api_port}/healthz"),
     ):
-        yield Stack(f"http://127.0.0.1:{api_port}", metrics)
+        yield Stack(f"http://127.0.0.1:{api_port}", metrics, engine)
 
 
 def metric(text: str, name: str, **labels: str) -> float:
@@ -124,3 +113,13 @@ def test_a_prompt_over_the_context_is_a_clear_4xx(stack: Stack) -> None:
     error = resp.json()["error"]
     assert error["code"] == "context_length_exceeded" and "context window" in error["message"]
     assert "http://" not in error["message"]  # the model server's address stays in the operator's log
+
+
+def test_agent_info_names_the_real_engine_behind_the_queue(stack: Stack) -> None:
+    """The worker reports what serves its rounds; an evaluation report is titled with it."""
+
+    def info() -> dict[str, object]:
+        return dict(httpx.get(f"{stack.api}/v1/agent/info", timeout=10).json())
+
+    wait_until(lambda: info()["engine"] is not None, timeout=30, what="the worker's first status")
+    assert info()["engine"] == "llamacpp (OpenAI protocol)" and info()["engine_scripted"] is False

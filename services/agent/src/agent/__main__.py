@@ -12,13 +12,13 @@ DESCRIPTION = """Serve the OpenAI- and Ollama-compatible agent API. Configured b
 
 def serve() -> int:
     import structlog
-    import uvicorn  # imported only to serve: `--help` and `--version` start nothing
 
     from agent.api.app import create_app
+    from agent.api.server import PortBusy, bind
+    from agent.api.server import serve as serve_app
     from agent.redisconn import connection_options
     from agent.settings import get_settings
     from agent_contract.logs import configure
-    from agent_contract.slowclients import deadline_protocol
 
     settings = get_settings()
     configure(settings.log_level)
@@ -27,20 +27,11 @@ def serve() -> int:
         if settings.model_backend == "queue" or settings.rate_limit_backend == "redis":
             connection_options(settings)  # the same for REDIS_PASSWORD_FILE and the TLS files
         app = create_app(settings)
-    except ValueError as exc:  # PolicyError, SecretFileError, an unreadable audit key: the message says which
+        sock = bind(settings)
+    except (ValueError, PortBusy) as exc:  # PolicyError, SecretFileError, an unreadable audit key, a busy port
         structlog.get_logger("agent").error("config_refused", error=str(exc))
         raise cli.UsageError(str(exc)) from exc
-    uvicorn.run(
-        app,
-        host=settings.agent_host,
-        port=settings.agent_port,
-        log_config=None,
-        access_log=False,
-        proxy_headers=False,  # request.client stays the socket peer; X-Forwarded-For is read only from TRUSTED_PROXIES
-        http=deadline_protocol(settings.request_read_timeout_seconds),  # half-sent requests are cut
-        timeout_graceful_shutdown=5,
-        loop="asyncio",  # not uvicorn's "auto", which would take uvloop (installed for agent-worker) untested here
-    )
+    serve_app(app, settings, sock)
     return 0
 
 

@@ -101,7 +101,8 @@ class Settings(BaseSettings):
     tool_top_k: int = Field(default=4, ge=1, le=100)
     """how many ranked tools `TOOL_RETRIEVAL` offers per request"""
     round_timeout_seconds: float = 120.0
-    """longest single LLM round before 504"""
+    """longest single LLM round, from the request to the model server to its last token, before 504: the whole
+    round (a server that trickles tokens is stopped too), in direct and queue mode, with either `MODEL_PROTOCOL`"""
     max_body_bytes: int = 1_000_000
     """larger request bodies get 413"""
     request_read_timeout_seconds: float = Field(default=15.0, gt=0)

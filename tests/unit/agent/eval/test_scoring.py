@@ -72,7 +72,7 @@ def test_percentile_interpolates_like_numpy() -> None:
     assert percentile([float(n) for n in range(1, 21)], 95) == 19.05
 
 
-def test_score_splits_tool_and_no_tool_questions_and_counts_failures() -> None:
+def test_score_splits_tool_and_no_tool_questions_and_leaves_failures_unscored() -> None:
     records = [
         record("t1", ["x"], [("x", {"a": 1})], args={"x": {"a": 1}}, tags=["core"], latency=2.0),
         record("t2", ["x"], [("y", {})], tags=["core"], lang="tr", latency=4.0),
@@ -81,8 +81,9 @@ def test_score_splits_tool_and_no_tool_questions_and_counts_failures() -> None:
         record("f1", ["x"], error="HTTP 504: timeout", latency=9.0),
     ]
     s = score(records)
-    assert s["accuracy"] == {"correct": 2, "total": 5, "rate": 0.4}
-    assert s["tool_needed"] == {"correct": 1, "total": 3, "rate": 0.3333}
+    # the failed request is no answer: counted apart, never as the model's mistake
+    assert s["accuracy"] == {"correct": 2, "total": 4, "rate": 0.5} and s["unanswered"] == 1 and s["records"] == 5
+    assert s["tool_needed"] == {"correct": 1, "total": 2, "rate": 0.5}
     assert s["no_tool"] == {"correct": 1, "total": 2, "rate": 0.5}
     assert s["arguments"] == {"correct": 1, "total": 1, "rate": 1.0}
     assert s["verdicts"]["request_failed"] == 1 and s["verdicts"]["spurious_call"] == 1

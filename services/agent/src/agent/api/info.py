@@ -90,6 +90,8 @@ async def agent_info(
         "model": settings.ollama_model,
         "models": settings.served_models(),
         "ollama_version": status.version,
+        "engine": status.engine or None,
+        "engine_scripted": status.scripted,
         "system_prompt_sha256": hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(),
         "role": role,
     }

@@ -122,6 +122,8 @@ class ModelStatus:
     models: list[str] = field(default_factory=list)
     version: str | None = None
     detail: str = ""
+    engine: str = ""  # what serves the rounds, for reports: "Ollama 0.31.2", "llamacpp (OpenAI protocol)"
+    scripted: bool = False  # a test stand-in (tests/fakes) that replays a script: its answers measure no model
 
 
 class ModelBackend(Protocol):

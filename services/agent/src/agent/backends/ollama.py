@@ -6,6 +6,8 @@ through Redis (agent.queue.client).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 import uuid
@@ -26,7 +28,7 @@ from agent.backends.base import (
 )
 from agent.backends.stream import RoundTimer, json_object, text_events, transport_errors
 from agent.backends.thinking import ThinkFilter
-from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError
+from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError, UpstreamTimeout
 
 
 def pull_hint(model: str) -> str:
@@ -148,6 +150,11 @@ class ChatRound:
         )
 
 
+def round_timeout_message(seconds: float) -> str:
+    """The one wording of a round past its deadline: direct mode and the worker, both protocols."""
+    return f"The model did not finish the round within ROUND_TIMEOUT_SECONDS={seconds:g}"
+
+
 def record_round(request: RoundRequest, done: RoundDone | None, elapsed: float) -> None:
     """Per-round model metrics, the one place they are observed: by whichever process streams from the model
     server (the API in direct mode, the worker through the queue). `done` is None when the stream ended
@@ -167,7 +174,10 @@ async def ollama_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
         version = (await http.get(f"{url}/api/version", timeout=3.0)).json().get("version")
     except (httpx.HTTPError, ValueError) as exc:
         return ModelStatus(False, detail=f"Ollama unreachable at {url}: {type(exc).__name__}")
-    return ModelStatus(True, [m.get("name", "") for m in tags.get("models", [])], version)
+    models = [m.get("name", "") for m in tags.get("models", [])]
+    scripted = str(version or "").endswith("-fake")  # tests/fakes/fake_ollama.py (and scripts/try's stand-in)
+    engine = f"scripted Ollama stand-in {version}" if scripted else f"Ollama {version or '?'}"
+    return ModelStatus(True, models, version, engine=engine, scripted=scripted)
 
 
 async def warm_up(http: httpx.AsyncClient, url: str, model: str, options: dict[str, Any]) -> tuple[bool, str]:
@@ -186,7 +196,7 @@ class OllamaBackend:
     """Calls Ollama from this process (no queue): the agent core's first backend and the worker's engine."""
 
     def __init__(self, url: str, timeout: float, holdback: Any = None, headers: dict[str, str] | None = None) -> None:
-        self.url = url.rstrip("/")
+        self.url, self.timeout = url.rstrip("/"), timeout
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=5.0), headers=headers)
         self._holdback = holdback or (lambda model: False)
 
@@ -194,12 +204,28 @@ class OllamaBackend:
         return stream_chat(self.http, self.url, request, self._holdback(request.model))
 
     async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
-        """One round from this process; it is the one talking to the model, so it records the model metrics."""
+        """One round from this process; it is the one talking to the model, so it records the model metrics.
+
+        ROUND_TIMEOUT_SECONDS bounds the whole round, as the worker's does: httpx's timeout is per read, so a
+        server that trickles tokens (or sends some, then nothing) would otherwise hold the request for ever.
+        The deadline covers only the wait for the model's next event, never the caller's work between events.
+        """
         started = time.monotonic()
-        async for event in self._stream(request):
-            if isinstance(event, RoundDone):
-                record_round(request, event, time.monotonic() - started)
-            yield event
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        stream = self._stream(request)
+        async with contextlib.aclosing(stream):  # type: ignore[type-var]
+            while True:
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        event = await anext(stream)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError as exc:
+                    record_round(request, None, time.monotonic() - started)
+                    raise UpstreamTimeout(round_timeout_message(self.timeout)) from exc
+                if isinstance(event, RoundDone):
+                    record_round(request, event, time.monotonic() - started)
+                yield event
 
     async def status(self) -> ModelStatus:
         return await ollama_status(self.http, self.url)

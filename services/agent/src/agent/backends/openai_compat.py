@@ -253,7 +253,11 @@ async def openai_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
         data = (await http.get(f"{url}/v1/models", timeout=3.0)).json()
     except (httpx.HTTPError, ValueError) as exc:
         return ModelStatus(False, detail=f"model server unreachable at {url}: {type(exc).__name__}")
-    models = [str(m.get("id", "")) for m in data.get("data", []) if isinstance(m, dict)]
+    entries = [m for m in data.get("data", []) if isinstance(m, dict)]
+    models = [str(m.get("id", "")) for m in entries]
+    owner = next((str(m["owned_by"]) for m in entries if m.get("owned_by")), "")  # llamacpp, vllm, ...
+    scripted = owner == "fake"  # tests/fakes/fake_openai.py
+    engine = "scripted OpenAI-protocol stand-in" if scripted else f"{owner or 'a server'} (OpenAI protocol)"
     detail = ""
     try:
         props = (await http.get(f"{url}/props", timeout=3.0)).json()
@@ -262,7 +266,7 @@ async def openai_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
             detail = "the model's chat template has no tool section: the server drops the tools silently"
     except (httpx.HTTPError, ValueError):
         pass  # not llama.cpp: nothing more to learn
-    return ModelStatus(True, models, None, detail)
+    return ModelStatus(True, models, None, detail, engine=engine, scripted=scripted)
 
 
 class OpenAICompatBackend(OllamaBackend):

@@ -17,6 +17,8 @@ from typing import Any
 from agent import cli
 from agent.eval.compare import compare
 from agent.eval.errors import AllRequestsFailed, EvalError
+from agent.eval.patience import DEFAULT_MAX_WAIT, WaitBudget
+from agent.eval.provenance import what_answered
 from agent.eval.questions import QuestionSet, load_questions
 from agent.eval.records import Record, Run, load_run
 from agent.eval.report import render_comparison, render_run, render_summary
@@ -53,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--mcp-token", default=os.environ.get("MCP_TOKEN"), help="MCP bearer token (env MCP_TOKEN)")
     run.add_argument("--fail-under", type=float, default=None, help="exit 1 if tool-selection accuracy < RATE")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
+    _patience_flags(run)
     cmp = sub.add_parser("compare", help="what changed between two runs, question by question")
     cmp.add_argument("before", type=Path)
     cmp.add_argument("after", type=Path)
@@ -65,6 +68,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _patience_flags(run: argparse.ArgumentParser) -> None:
+    run.add_argument(
+        "--max-wait",
+        type=float,
+        default=DEFAULT_MAX_WAIT,
+        help="seconds the whole run may wait on the agent's Retry-After (429/503) before a refused question is "
+        "left unanswered (never scored) (default %(default)g)",
+    )
+
+
 def slug(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "_", model).strip("_") or "model"
 
@@ -72,8 +85,10 @@ def slug(model: str) -> str:
 def _progress(done: int, total: int, r: Record) -> None:
     called = ", ".join(r.called()) or "(none)"
     mark = MARKS.get(r.verdict, r.verdict.upper())
+    waited = f" (waited {r.waited_s:.0f}s for Retry-After)" if r.waits else ""
     print(
-        f"[{done:>{len(str(total))}}/{total}] r{r.repeat} {r.id:<28} {called:<32} {mark:<15} {r.latency_s:6.1f}s",
+        f"[{done:>{len(str(total))}}/{total}] r{r.repeat} {r.id:<28} {called:<32} {mark:<15} {r.latency_s:6.1f}s"
+        + waited,
         file=sys.stderr,
         flush=True,
     )
@@ -87,10 +102,12 @@ def _models(args: argparse.Namespace) -> list[str]:
 def _headline(run: Run, path: Path) -> str:
     s = run.scores
     acc, tool, none = s["accuracy"], s["tool_needed"], s["no_tool"]
+    waits = run.meta.get("refusal_waits") or {}
     return (
-        f"{run.meta['model']}: tool selection {acc['correct']}/{acc['total']}, needs-tool "
+        f"{what_answered(run.meta)}: tool selection {acc['correct']}/{acc['total']}, needs-tool "
         f"{tool['correct']}/{tool['total']}, no-tool {none['correct']}/{none['total']}, latency p50 "
-        f"{s['latency_s']['p50']} s -> {path}"
+        f"{s['latency_s']['p50']} s; not answered {s.get('unanswered', 0)}, waited {waits.get('waits', 0)}x "
+        f"{waits.get('seconds', 0)} s for Retry-After -> {path}"
     )
 
 
@@ -113,7 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         fingerprints = from_mcp(args.mcp_url, args.mcp_token)
     out: Path = args.out or Path("evals/results") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    client = AgentClient(args.base_url, args.api_key, args.timeout)
+    client = AgentClient(args.base_url, args.api_key, args.timeout, budget=WaitBudget(args.max_wait))
     runs: list[Run] = []
     try:
         for model in resolve_models(client, _models(args)):

@@ -59,6 +59,8 @@ class Record:
     arg_problems: list[str] = field(default_factory=list)
     grounding: dict[str, Any] | None = None  # the agent's verdict on the answer's figures (local_agent.grounding)
     offered: list[str] | None = None  # the tools offered when retrieval narrowed the list (local_agent.retrieval)
+    waits: int = 0  # refusals (429/503) waited out before the answer (agent.eval.patience)
+    waited_s: float = 0.0  # seconds spent waiting on their Retry-After, not counted in latency_s
 
     @classmethod
     def for_question(cls, q: Question, repeat: int) -> Record:

@@ -6,6 +6,7 @@ from typing import Any
 
 from agent.eval import NO_TOOL, grounding, retrieval
 from agent.eval.compare import Comparison
+from agent.eval.provenance import answered_lines, what_answered
 from agent.eval.records import Record, Run
 
 SCORE_LABELS = {
@@ -65,6 +66,8 @@ def _calls(r: Record) -> str:
 def _meta_table(meta: dict[str, Any]) -> list[str]:
     rows = [
         ("Model", meta.get("model")),
+        ("Engine", meta.get("engine")),
+        ("Scripted stand-in", "yes: not a model" if meta.get("scripted") else "no"),
         ("Ollama version", meta.get("ollama_version")),
         ("Agent version (/api/version)", meta.get("api_version")),
         ("System prompt sha256", _short(meta.get("system_prompt_sha256"))),
@@ -159,7 +162,9 @@ def _variance(v: dict[str, Any]) -> list[str]:
 def render_run(run: Run) -> str:
     s, meta = run.scores, run.meta
     lines = [
-        f"# agent-eval — {meta.get('model')} — {meta.get('date')}",
+        f"# agent-eval — {what_answered(meta)} — {meta.get('date')}",
+        "",
+        *answered_lines(meta, s),
         "",
         "## What was measured",
         "",

@@ -15,12 +15,14 @@ from typing import Any
 import httpx
 
 from agent.eval.errors import AgentRefused, AgentUnreachable
+from agent.eval.patience import WaitBudget, post_patiently
 from agent.eval.questions import QuestionSet
 from agent.eval.records import Call, Record, Run
 from agent.eval.retrieval import offered_names
 from agent.eval.scoring import judge, score
 
 Progress = Callable[[int, int, Record], None]
+SCRIPTED_MARK = "[scripted model, not a real LLM]"  # how scripts/try's stand-in opens every answer
 
 
 class AgentClient:
@@ -32,8 +34,10 @@ class AgentClient:
         api_key: str | None = None,
         timeout: float = 300.0,
         transport: httpx.BaseTransport | None = None,
+        budget: WaitBudget | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.budget = budget or WaitBudget()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout, connect=5.0), transport=transport)
 
@@ -77,13 +81,16 @@ class AgentClient:
         """Send one question; fill in calls, answer, rounds, latency (or the error) on `record`."""
         body = {"model": model, "stream": False, "messages": [{"role": "user", "content": record.text}]}
         started = time.monotonic()
+        waited = 0.0
         try:
-            resp = self.http.post(f"{self.base_url}/chat/completions", json=body)
+            url = f"{self.base_url}/chat/completions"
+            resp, waited, record.waits = post_patiently(self.http, url, body, self.budget)
         except httpx.HTTPError as exc:
             record.latency_s = round(time.monotonic() - started, 3)
             record.error = f"{type(exc).__name__}: {exc}"
             return record
-        record.latency_s = round(time.monotonic() - started, 3)
+        record.waited_s = round(waited, 3)
+        record.latency_s = round(time.monotonic() - started - waited, 3)  # the answer's time, not our waiting
         _read_reply(resp, record)
         return record
 
@@ -145,6 +152,8 @@ def collect_meta(
         "api_version": client.api_version(),
         "agent_version": info.get("agent_version"),
         "agent_default_model": info.get("model"),
+        "engine": info.get("engine"),
+        "scripted": bool(info.get("engine_scripted")),
         "system_prompt_sha256": info.get("system_prompt_sha256"),
         "tools_sha256": info.get("tools_sha256") or fingerprints.get("tools_sha256"),
         "tool_sha256": info.get("tool_sha256") or fingerprints.get("tool_sha256"),
@@ -178,6 +187,8 @@ def run_model(
             if progress is not None:
                 progress(len(records), total, record)
     meta["finished_at"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    meta["refusal_waits"] = client.budget.summary()
+    meta["scripted"] = meta["scripted"] or any(r.answer.startswith(SCRIPTED_MARK) for r in records)
     return Run(meta, records, score(records))
 
 

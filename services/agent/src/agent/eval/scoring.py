@@ -152,17 +152,20 @@ def variance(records: list[Record]) -> dict[str, Any]:
 
 
 def score(records: list[Record]) -> dict[str, Any]:
-    """Every score of a run; records must already be judged."""
+    """Every score of a run; records must already be judged. A request that got no answer (refused, failed) is
+    counted apart (`unanswered`) and scored nowhere: it says nothing about the model."""
+    everything, records = records, [r for r in records if r.error is None]
     tool_q = [r for r in records if r.needs_tool]
     no_tool_q = [r for r in records if not r.needs_tool]
     checked = [r for r in records if r.args_ok is not None]
-    answered = [r for r in records if r.error is None]
+    answered = records
     latencies = [r.latency_s for r in answered]
     matrix = confusion(records)
-    counts = Counter(r.verdict for r in records)
+    counts = Counter(r.verdict for r in everything)
     return {
-        "questions": len({r.id for r in records}),
-        "records": len(records),
+        "questions": len({r.id for r in everything}),
+        "records": len(everything),
+        "unanswered": len(everything) - len(records),
         "accuracy": _rate(sum(r.selection_ok for r in records), len(records)),
         "strict_accuracy": _rate(sum(r.verdict == "correct" for r in records), len(records)),
         "tool_needed": _rate(sum(r.selection_ok for r in tool_q), len(tool_q)),

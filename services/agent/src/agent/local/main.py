@@ -1,9 +1,10 @@
-"""`local-agent`: start the whole agent on one machine — state, tool server, Ollama checks, API on :8000.
+"""`local-agent`: start the whole agent on one machine — state, tool server, model checks, API on :8000.
 
 The same code as the compose stack (the API, the tool loop, the MCP server), with the embedded choices:
-rounds go straight to Ollama (MODEL_BACKEND=direct, no Redis, no queue), the MCP server is a child process
-on the demo database, and what must persist (MCP token, admin key, audit log, notes) lives in a state
-directory, so a second start only checks and serves.
+rounds go straight to the model server (MODEL_BACKEND=direct, no Redis, no queue), the MCP server is a child
+process on the demo database, and what must persist (MCP token, admin key, audit log, notes) lives in a state
+directory, so a second start only checks and serves. Every other setting is read from the environment exactly
+as agent-api reads it (the same Settings, the same backend choice by MODEL_PROTOCOL, the same server options).
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ from agent.local.state import State, default_home
 from agent.local.steps import Checks, GatedBackend, Step
 from agent.settings import Settings, get_settings
 
-DESCRIPTION = """Run local-agent on this machine with Ollama installed: no Docker, no Redis. Starts the tool server
-on the demo database, checks Ollama and the model (OLLAMA_URL, OLLAMA_MODEL), warms it, and serves the
-OpenAI- and Ollama-compatible API on AGENT_HOST:AGENT_PORT (default 127.0.0.1:8000)."""
+DESCRIPTION = """Run local-agent on this machine: no Docker, no Redis. Starts the tool server on the demo database,
+checks the model server and the model (Ollama at OLLAMA_URL by default; any OpenAI-protocol server with
+MODEL_PROTOCOL=openai MODEL_URL=...; OLLAMA_MODEL names the model), warms it, and serves the OpenAI- and
+Ollama-compatible API on AGENT_HOST:AGENT_PORT (default 127.0.0.1:8000). Every variable of
+docs/configuration.md applies, as for agent-api."""
 
 
 def say(text: str) -> None:
@@ -119,19 +122,26 @@ async def _first_checks(checks: Checks) -> list[Step]:
         await checks.reset_client()
 
 
-def serve(settings: Settings, checks: Checks) -> None:
-    import uvicorn
-
+def serve(settings: Settings, checks: Checks, sock: socket.socket) -> None:
     from agent.api.app import create_app
-    from agent.backends.ollama import OllamaBackend
+    from agent.api.server import serve as serve_app
+    from agent.backends.engine import direct_backend
     from agent_contract.logs import configure
 
     configure(settings.log_level)
-    inner = OllamaBackend(settings.ollama_url, settings.round_timeout_seconds, settings.holds_back_think)
-    app = create_app(settings, backend=GatedBackend(inner, checks))
-    uvicorn.run(
-        app, host=settings.agent_host, port=settings.agent_port, log_config=None, access_log=False, loop="asyncio"
-    )
+    app = create_app(settings, backend=GatedBackend(direct_backend(settings), checks))
+    serve_app(app, settings, sock)
+
+
+def bind(settings: Settings) -> socket.socket:
+    """The API's port, bound before anything is generated or started: a busy port fails first, in one line."""
+    from agent.api.server import PortBusy
+    from agent.api.server import bind as bind_port
+
+    try:
+        return bind_port(settings)
+    except PortBusy as exc:
+        raise cli.UsageError(str(exc)) from exc
 
 
 def start(home: Path, files: Path | None) -> int:
@@ -140,6 +150,7 @@ def start(home: Path, files: Path | None) -> int:
     if _answers(f"{url}/healthz"):
         say(f"local-agent is already serving at {url}: nothing to do")
         return 0
+    sock = bind(base)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     state = State(home)
     say(f"local-agent {cli.package_version()}, state in {state.home}")
@@ -156,8 +167,9 @@ def start(home: Path, files: Path | None) -> int:
             say(step.line())
         say(f"serving on {url} (OpenAI: {url}/v1, Ollama: {url}/api)")
         say(key_notice(state, made["admin API key"]))
-        serve(settings, checks)
+        serve(settings, checks, sock)
     finally:
+        sock.close()
         child.terminate()
         child.wait(timeout=15)
     return 0

@@ -25,7 +25,7 @@ import structlog
 
 from agent.backends.base import RoundDone, RoundEvent, RoundRequest, event_to_dict
 from agent.backends.engine import stream_engine
-from agent.backends.ollama import record_round
+from agent.backends.ollama import record_round, round_timeout_message
 from agent.errors import AgentError, DependencyDown, QueueTimeout, UpstreamError, UpstreamTimeout
 from agent.metrics import GPU_BUSY, GPU_ROUNDS
 from agent.queue.dispatch import Claim, Dispatcher
@@ -214,9 +214,7 @@ async def _generate(
                     else:
                         writer.put(event_to_dict(event))
     except TimeoutError as exc:
-        raise UpstreamTimeout(
-            f"The model did not finish the round within ROUND_TIMEOUT_SECONDS={rt.settings.round_timeout_seconds:g}"
-        ) from exc
+        raise UpstreamTimeout(round_timeout_message(rt.settings.round_timeout_seconds)) from exc
     finally:
         idle()
     gpu_seconds = writer.round_time or time.monotonic() - started

@@ -63,7 +63,9 @@ class WorkerRegistry:
         models = sorted({m for w in workers for m in w.get("models") or []})
         version = next((w["ollama_version"] for w in reachable if w.get("ollama_version")), None)
         detail = "; ".join(f"agent-worker on {w.get('gpu_id')} up: {w.get('detail')}" for w in workers)
-        return ModelStatus(bool(reachable), models, version, detail)
+        engines = sorted({str(w["engine"]) for w in reachable if w.get("engine")})
+        scripted = any(w.get("scripted") for w in reachable)
+        return ModelStatus(bool(reachable), models, version, detail, engine=", ".join(engines), scripted=scripted)
 
     def no_worker(self) -> str:
         return (

@@ -108,6 +108,8 @@ class StatusReporter:
             "warmed": False,
             "models": [],
             "ollama_version": None,
+            "engine": "",
+            "scripted": False,
             "detail": "starting",
         }
         self._probed = 0.0
@@ -131,6 +133,8 @@ class StatusReporter:
         self.status.update(
             ollama_reachable=status.reachable,
             ollama_version=status.version,
+            engine=status.engine,
+            scripted=status.scripted,
             models=status.models,
             model_present=present,
         )

@@ -1,4 +1,8 @@
-"""`agent-admin`: manage API keys and read, verify and query the audit log (settings from the environment)."""
+"""`agent-admin`: manage API keys and read, verify and query the audit log (settings from the environment).
+
+With `local-agent` it finds that command's state directory by itself (`--home`, LOCAL_AGENT_HOME, or the
+default one when nothing in the environment names another keys file or audit log).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from agent import cli
+from agent.home import found_home, state_settings
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.audit_check import query, verify
 from agent.security.auth import add_key, read_keys, revoke_key
@@ -31,6 +36,7 @@ READ_ONLY_HINT = "in the compose stack run it through keys-init: docker compose 
 
 def _parser() -> argparse.ArgumentParser:
     parser = cli.parser("agent-admin", __doc__)
+    parser.add_argument("--home", type=Path, help="local-agent's state directory (env LOCAL_AGENT_HOME)")
     sub = parser.add_subparsers(dest="area", required=True)
     keys = sub.add_parser("keys", help="API keys (AGENT_KEYS_FILE)").add_subparsers(dest="action", required=True)
     add = keys.add_parser("add", help="create a key and print it once")
@@ -178,6 +184,8 @@ def audit_command(args: argparse.Namespace, settings: Settings) -> int:
             since=_time(args.since, "--since"),
             until=_time(args.until, "--until"),
         )
+        if not found:
+            print(f"no audit record matched{_criteria(args)} in {settings.audit_dir}", file=sys.stderr)
         for r in found:
             tools = ",".join(f"{c['name']}({c['outcome']})" for c in r.get("tool_calls") or []) or "-"
             print(
@@ -200,11 +208,26 @@ def audit_command(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _criteria(args: argparse.Namespace) -> str:
+    names = ("customer", "user", "since", "until")
+    given = [f"--{name} {getattr(args, name)}" for name in names if getattr(args, name)]
+    return f" ({', '.join(given)})" if given else ""
+
+
+def _settings(home: Path | None) -> Settings:
+    """The environment's settings; with local-agent's state directory, its keys file, audit log and key."""
+    found = found_home(home)
+    if found is None:
+        return get_settings()
+    print(f"agent-admin: local-agent's state in {found}", file=sys.stderr)
+    return Settings(**state_settings(found))  # type: ignore[arg-type]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        settings = get_settings()
+        settings = _settings(args.home)
         return keys_command(args, settings) if args.area == "keys" else audit_command(args, settings)
 
     return cli.run("agent-admin", body)

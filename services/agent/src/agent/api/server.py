@@ -1,0 +1,67 @@
+"""How every agent HTTP process serves (`agent-api`, `local-agent`): the port bound first, then uvicorn.
+
+One place for the server's options, so the one-machine command and the service behave alike: asyncio's loop
+(not uvloop, installed for agent-worker), half-sent requests cut after REQUEST_READ_TIMEOUT_SECONDS, the
+socket peer as the client (X-Forwarded-For is read only from TRUSTED_PROXIES). The port is bound before the
+caller says "serving": a busy port is a one-line error naming AGENT_PORT, not a failure after the banner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import socket
+import sys
+from typing import Any
+
+from agent.settings import Settings
+
+STARTUP_FAILURE = 3  # uvicorn's own exit status when the app's start-up fails
+
+
+class PortBusy(OSError):
+    """AGENT_HOST:AGENT_PORT cannot be bound (another process has it, or the address is not this machine's)."""
+
+
+def bind(settings: Settings) -> socket.socket:
+    """A listening socket on AGENT_HOST:AGENT_PORT, or PortBusy with the fix."""
+    host, port = settings.agent_host, settings.agent_port
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a restart reuses a TIME_WAIT port
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        why = "is in use by another program" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
+        raise PortBusy(
+            f"{host}:{port} {why}: stop that program, or choose another port with AGENT_PORT=… "
+            "(and AGENT_HOST=… for another address)"
+        ) from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(app: Any, settings: Settings, sock: socket.socket) -> None:
+    """Serve `app` on the bound socket until SIGINT/SIGTERM; exit 3 when the app's start-up failed."""
+    import uvicorn  # imported only to serve: `--help` and `--version` start nothing
+
+    from agent_contract.slowclients import deadline_protocol
+
+    config = uvicorn.Config(
+        app,
+        host=settings.agent_host,
+        port=settings.agent_port,
+        log_config=None,
+        access_log=False,
+        proxy_headers=False,  # request.client stays the socket peer; X-Forwarded-For only from TRUSTED_PROXIES
+        http=deadline_protocol(settings.request_read_timeout_seconds),  # half-sent requests are cut
+        timeout_graceful_shutdown=5,
+        loop="asyncio",  # not uvicorn's "auto", which would take uvloop (installed for agent-worker) untested here
+    )
+    server = uvicorn.Server(config)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=[sock])
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)
