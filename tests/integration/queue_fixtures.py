@@ -62,6 +62,14 @@ class RedisServer:
             cmd += ["--aclfile", str(self.users.acl_file)]
         self.proc = start(cmd, ready=lambda: bool(self.client().ping()))
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash or `docker kill` does: nothing is said to the clients (AOF keeps what it synced)."""
+        assert self.proc is not None
+        self.proc.popen.send_signal(signal.SIGKILL)
+        self.proc.popen.wait()
+        self.proc = None
+        self.stop()
+
     def stop(self) -> None:
         if self._client is not None:
             self._client.close()

@@ -5,7 +5,6 @@ streamed tokens to its caller is never repeated. Uses the shipped REDIS_RECONNEC
 from __future__ import annotations
 
 import asyncio
-import signal
 import threading
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from agent.backends.base import TextDelta
 from agent.errors import DependencyDown
 from tests.integration import queue_fixtures
-from tests.integration.queue_fixtures import RedisServer, Workers, answer, open_backend, request
+from tests.integration.queue_fixtures import Workers, answer, open_backend, request
 from tests.support.procs import wait_until
 
 pytestmark = pytest.mark.integration
@@ -25,16 +24,6 @@ queue_redis, queue_fake, queue_workers = (
 BACK_AFTER = 1.0  # s, as `restart: unless-stopped` brings a killed Redis back
 
 
-def kill(server: RedisServer) -> None:
-    assert server.proc is not None
-    server.proc.popen.send_signal(signal.SIGKILL)
-    server.proc.popen.wait()
-    server.proc = None
-    if server._client is not None:
-        server._client.close()
-        server._client = None
-
-
 def asked(group: Workers, text: str) -> int:
     return sum(1 for r in group.fake.requests() if r["messages"] and r["messages"][-1]["content"] == text)
 
@@ -44,7 +33,7 @@ async def test_a_round_asked_while_redis_restarts_is_answered(queue_workers: Wor
     queue_workers.start()
     async with open_backend(queue_workers) as backend:
         assert await answer(backend, request("warm")) == "answered"
-        kill(queue_workers.redis)
+        queue_workers.redis.kill()
         back = threading.Timer(BACK_AFTER, queue_workers.redis.start)
         back.start()
         try:
@@ -62,7 +51,7 @@ async def test_a_round_that_streamed_tokens_is_not_repeated_after_a_redis_restar
         event = await anext(stream)
         while not isinstance(event, TextDelta):
             event = await anext(stream)
-        kill(queue_workers.redis)
+        queue_workers.redis.kill()
         back = threading.Timer(BACK_AFTER, queue_workers.redis.start)
         back.start()
         try:

@@ -5,7 +5,6 @@ is counted once, and past that wait the limiter still fails closed."""
 from __future__ import annotations
 
 import asyncio
-import signal
 import threading
 from collections.abc import AsyncIterator, Iterator
 
@@ -37,17 +36,6 @@ async def limiter(redis_server: RedisServer) -> AsyncIterator[RedisLimiter]:
     await made.aclose()
 
 
-def kill(server: RedisServer) -> None:
-    """SIGKILL, as a crash or `docker kill` does: nothing is said to the clients."""
-    assert server.proc is not None
-    server.proc.popen.send_signal(signal.SIGKILL)
-    server.proc.popen.wait()
-    server.proc = None
-    if server._client is not None:
-        server._client.close()
-        server._client = None
-
-
 async def test_the_shipped_default_rides_through_a_restart() -> None:
     assert SHIPPED.redis_reconnect_seconds >= 2.0  # a restart takes about a second: the default must cover it
 
@@ -56,7 +44,7 @@ async def test_a_hit_on_a_stale_connection_after_a_restart_is_answered(
     redis_server: RedisServer, limiter: RedisLimiter
 ) -> None:
     assert await limiter.hit("alice") is None  # the pool now holds a connection
-    kill(redis_server)
+    redis_server.kill()
     redis_server.start()  # the AOF brings alice's first hit back
     assert await limiter.hit("alice") is None
     assert redis_server.client().zcard(KEY_PREFIX + "alice") == 2
@@ -65,7 +53,7 @@ async def test_a_hit_on_a_stale_connection_after_a_restart_is_answered(
 async def test_a_hit_while_redis_is_away_waits_for_it_and_counts_once(
     redis_server: RedisServer, limiter: RedisLimiter
 ) -> None:
-    kill(redis_server)
+    redis_server.kill()
     back = threading.Timer(1.0, redis_server.start)  # as a restart policy does, a second later
     back.start()
     try:
@@ -82,7 +70,7 @@ async def test_past_the_wait_it_still_fails_closed(redis_server: RedisServer) ->
     settings = Settings(redis_url=redis_server.url, rate_limit_per_minute=3, redis_reconnect_seconds=0.5)
     limiter = RedisLimiter(settings.redis_url, 3, reconnect_seconds=settings.redis_reconnect_seconds)
     try:
-        kill(redis_server)
+        redis_server.kill()
         with pytest.raises(LimiterUnavailable):
             await asyncio.wait_for(limiter.hit("carol"), 30)
     finally:
