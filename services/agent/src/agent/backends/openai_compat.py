@@ -95,6 +95,11 @@ def openai_body(request: RoundRequest, cache_prompt: bool) -> dict[str, Any]:
             body[name] = request.options[option]
     if request.tools:
         body["tools"] = request.tools
+    if request.schema is not None:  # llama-server, vLLM and OpenAI enforce it while decoding
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "decision", "schema": request.schema, "strict": True},
+        }
     return body
 
 
