@@ -7,7 +7,8 @@ limit (`finish_reason: length`, arguments invalid JSON), errors before the first
 
 Script (POST /_fake/script): {"replies": [reply, ...], "models": [...]} — one reply per request, in order;
 the last one repeats. A reply: {"content": str, "reasoning": str, "tool_calls": [{"name": str, "arguments":
-str | object}], "finish_reason": str, "status": int, "error": str, "stream_error": str, "token_delay": s}.
+str | object}], "finish_reason": str, "status": int, "error": str, "stream_error": str, "token_delay": s,
+"ignores_format": bool} (a request with a json_schema `response_format` is held to it, as llama-server does).
 GET /_fake/requests gives the bodies received. Standalone: `python fake_openai.py --port P`.
 """
 
@@ -21,6 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonschema
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -99,11 +101,31 @@ def _sse(obj: Json) -> bytes:
     return f"data: {json.dumps(obj)}\n\n".encode()
 
 
+def schema_misfit(response_format: Any, reply: Json) -> str | None:
+    """Why a server enforcing `response_format` json_schema (llama-server's grammar) could not produce `reply`."""
+    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+        return None
+    if reply.get("ignores_format") or reply.get("status"):
+        return None
+    if reply.get("tool_calls"):
+        return "constrained output is content only"
+    try:
+        value = json.loads(reply.get("content", ""))
+    except ValueError as exc:
+        return f"content is not JSON ({exc})"
+    schema = (response_format.get("json_schema") or {}).get("schema") or {}
+    problem = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
+    return None if problem is None else f"content does not fit the schema: {problem.message}"
+
+
 async def completions(request: Request) -> Response:
     state: FakeState = request.app.state.fake
     body = await request.json()
     state.requests.append(body)
     reply = state.next_reply()
+    if (misfit := schema_misfit(body.get("response_format"), reply)) is not None:
+        error = {"code": 500, "message": f"fake: the scripted reply cannot be produced: {misfit}", "type": "server_error"}
+        return JSONResponse({"error": error}, status_code=500)
     if reply.get("status"):
         error = {"code": reply["status"], "message": reply.get("error", "failed"), "type": reply.get("type", "")}
         return JSONResponse({"error": error}, status_code=int(reply["status"]))

@@ -59,7 +59,8 @@ def _arguments_schema(spec: ToolSpec) -> dict[str, Any]:
     schema = spec.input_schema
     if "$ref" in json.dumps(schema) or schema.get("type", "object") != "object":
         return {"type": "object"}
-    return {k: v for k, v in schema.items() if k != "title"}
+    # No argument the tool does not declare (llama.cpp's grammar admits none either unless told otherwise).
+    return {"additionalProperties": False, **{k: v for k, v in schema.items() if k != "title"}}
 
 
 def decision_schema(specs: list[ToolSpec]) -> dict[str, Any]:
