@@ -86,11 +86,11 @@ async def test_the_duplicate_guard_applies_to_constrained_calls(constrained: Set
     ],
 )
 async def test_a_reply_outside_the_schema_is_a_clear_error_and_runs_nothing(constrained: Settings, reply: str) -> None:
-    backend, box = ScriptedBackend([reply]), MemoryToolBox()
+    backend, box = ScriptedBackend([reply, ANSWER, "ok"]), MemoryToolBox()
     caller = Caller(role="desk", may_use=lambda name: name != "islem_hacmi")
     with pytest.raises(InvalidDecision) as raised:
         await run(constrained, backend, box, caller)
-    assert box.calls == []
+    assert box.calls == [] and len(backend.requests) == 1  # refused at the first decision, not later
     assert "schema" in raised.value.message and raised.value.code == "invalid_decision"
     assert "nothing was run" in raised.value.client_message
 
