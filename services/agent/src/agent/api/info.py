@@ -88,6 +88,7 @@ async def agent_info(settings: SettingsDep, backend: BackendDep, toolbox: ToolBo
         "system_prompt_sha256": hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(),
         **tool_fingerprints(tools),
         "max_tool_rounds": settings.max_tool_rounds,
+        "tool_calling": settings.tool_calling,
         "options": settings.round_options(),
     }
 
