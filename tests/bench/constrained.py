@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> None:
         for q in QUESTIONS:
             native = ask(http, url, body(specs, q, False, False))[1]["usage"]["prompt_tokens"]
             constrained = ask(http, url, body(specs, q, True, False))[1]["usage"]["prompt_tokens"]
-            print(f"round prompt tokens, native {native:5d}  constrained {constrained:5d}  (+{constrained - native}): {q}")
+            extra = constrained - native
+            print(f"round prompt tokens, native {native:5d}  constrained {constrained:5d}  (+{extra}): {q}")
         with_schema, without = body(specs, QUESTIONS[0], True, True), body(specs, QUESTIONS[0], True, True)
         without["response_format"] = None
         ask(http, url, without)  # fill the prompt cache: from here on both differ only in the grammar

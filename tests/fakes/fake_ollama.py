@@ -32,7 +32,7 @@ import anyio
 try:  # optional: the container image has only starlette + uvicorn; then `format` is checked as JSON only
     import jsonschema
 except ImportError:  # pragma: no cover
-    jsonschema = None
+    jsonschema = None  # type: ignore[assignment]
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response

@@ -124,7 +124,8 @@ async def completions(request: Request) -> Response:
     state.requests.append(body)
     reply = state.next_reply()
     if (misfit := schema_misfit(body.get("response_format"), reply)) is not None:
-        error = {"code": 500, "message": f"fake: the scripted reply cannot be produced: {misfit}", "type": "server_error"}
+        message = f"fake: the scripted reply cannot be produced: {misfit}"
+        error = {"code": 500, "message": message, "type": "server_error"}
         return JSONResponse({"error": error}, status_code=500)
     if reply.get("status"):
         error = {"code": reply["status"], "message": reply.get("error", "failed"), "type": reply.get("type", "")}

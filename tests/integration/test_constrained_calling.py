@@ -15,7 +15,7 @@ from tests.integration import queue_fixtures
 from tests.integration.conftest import FakeOllama, McpServer, agent_env
 from tests.integration.queue_fixtures import RedisServer
 from tests.integration.test_openai_protocol import FakeOpenAI
-from tests.integration.test_openai_protocol import fake_openai as fake_openai  # noqa: PLC0414  (fixture)
+from tests.integration.test_openai_protocol import fake_openai as fake_openai  # the module's fixture, reused
 from tests.support.procs import VENV_BIN, free_port, running
 
 queue_redis = queue_fixtures.queue_redis
@@ -48,8 +48,12 @@ def queued_openai_api(fake_openai: FakeOpenAI, queue_redis: RedisServer, mcp_ser
     api_env = agent_env(fake_openai.url, mcp_server, api_port, MODEL_BACKEND="queue", REDIS_URL=queue_redis.url,
                         TOOL_CALLING="constrained", **model)  # fmt: skip
     with (
-        running([str(VENV_BIN / "agent-worker")], env=worker_env,
-                ready_url=f"http://127.0.0.1:{metrics_port}/metrics", timeout=60),  # fmt: skip
+        running(
+            [str(VENV_BIN / "agent-worker")],
+            env=worker_env,
+            ready_url=f"http://127.0.0.1:{metrics_port}/metrics",
+            timeout=60,
+        ),  # fmt: skip
         running(["agent-api"], env=api_env, ready_url=f"http://127.0.0.1:{api_port}/healthz"),
     ):
         yield f"http://127.0.0.1:{api_port}"
@@ -79,7 +83,7 @@ def test_the_schema_travels_through_the_queue_as_response_format(queued_openai_a
     resp = ask(queued_openai_api, "how is the system?")
     assert resp.status_code == 200, resp.text
     assert [c["outcome"] for c in resp.json()["local_agent"]["tool_calls"]] == ["ok"]
-    first, second, last = fake_openai.requests()
+    first, _, last = fake_openai.requests()
     schema = first["response_format"]["json_schema"]["schema"]
     assert first["response_format"]["type"] == "json_schema" and "sistem_bilgisi" in offered(schema)
     assert "tools" not in first and "response_format" not in last

@@ -7,14 +7,14 @@ import pytest
 from agent.eval import decisions
 from agent.eval.compare import compare
 from agent.eval.errors import EvalError
-from agent.eval.records import Call
+from agent.eval.records import Call, Record
 from agent.eval.report import render_comparison, render_run
 from tests.unit.agent.eval.evalkit import record, run_of
 
-REFUSED = "HTTP 502: The model's reply did not fit the tool-decision schema (TOOL_CALLING=constrained), so nothing was run."
+REFUSED = "HTTP 502: The model's reply did not fit the tool-decision schema (TOOL_CALLING=constrained), so nothing ran."
 
 
-def with_outcome(qid: str, expect: list[str], name: str, outcome: str, answer: str = "ok") -> object:
+def with_outcome(qid: str, expect: list[str], name: str, outcome: str, answer: str = "ok") -> Record:
     r = record(qid, expect, [(name, {})])
     r.calls = [Call(name, {}, outcome)]
     r.answer = answer

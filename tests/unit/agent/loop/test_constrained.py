@@ -111,7 +111,7 @@ def test_the_schema_travels_on_both_protocols_and_through_the_queue() -> None:
     assert RoundRequest.from_dict(json.loads(json.dumps(request.to_dict()))) == request  # the queue's job payload
     assert request.ollama_body()["format"] == schema and "tools" not in request.ollama_body()
     body = openai_body(request, cache_prompt=False)
-    assert body["response_format"] == {"type": "json_schema",
-                                       "json_schema": {"name": "decision", "schema": schema, "strict": True}}  # fmt: skip
+    expected = {"name": "decision", "schema": schema, "strict": True}
+    assert body["response_format"] == {"type": "json_schema", "json_schema": expected}
     plain = RoundRequest("m", [], None, {})
     assert "format" not in plain.ollama_body() and "response_format" not in openai_body(plain, cache_prompt=False)

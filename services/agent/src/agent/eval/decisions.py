@@ -24,7 +24,9 @@ INVALID_OUTCOMES = frozenset({"unknown_tool", "forbidden", "invalid_arguments"})
 REFUSED_DECISION = "tool-decision schema"  # in the agent's invalid_decision message (agent.loop.constrained)
 FOOTER = "\n\n---\nTools used:"
 # A call written into the answer: Qwen/Hermes tags, or a JSON object naming a function/tool.
-CALL_AS_TEXT = re.compile(r"<tool_call>|\{\s*\"(?:name|tool|function)\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\"")
+CALL_AS_TEXT = re.compile(
+    r"<tool_call>|\{\s*\"(?:name|tool|function)\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\""
+)
 MODES = ("native", "constrained")
 
 

@@ -35,10 +35,10 @@ from agent.toolspec import ToolSpec
 
 # What the schema means, in both languages the agent serves (the extra prompt tokens: scripts/bench-constrained).
 DECISION_LINE = (
-    "Reply with one JSON object: {\"decision\": \"answer\"} to answer the user yourself, or "
-    "{\"decision\": \"call\", \"tool\": NAME, \"arguments\": {...}} to call one of the tools below.\n"
-    "Tek bir JSON nesnesiyle yanıt ver: kullanıcıyı kendin yanıtlamak için {\"decision\": \"answer\"}, "
-    "aşağıdaki araçlardan birini çağırmak için {\"decision\": \"call\", \"tool\": AD, \"arguments\": {...}}."
+    'Reply with one JSON object: {"decision": "answer"} to answer the user yourself, or '
+    '{"decision": "call", "tool": NAME, "arguments": {...}} to call one of the tools below.\n'
+    'Tek bir JSON nesnesiyle yanıt ver: kullanıcıyı kendin yanıtlamak için {"decision": "answer"}, '
+    'aşağıdaki araçlardan birini çağırmak için {"decision": "call", "tool": AD, "arguments": {...}}.'
 )
 SCHEMA_NAME = "decision"
 

@@ -70,7 +70,8 @@ class ToolLoop:
         specs = {s.name: s for s in tools if caller.may_use(s.name)}  # authorization first: retrieval only narrows
         selection = self.retriever.select(tools, list(specs), conversation)  # once: every round offers this set
         constrained = self.settings.tool_calling == "constrained"
-        prompt = constrained_prompt(SYSTEM_PROMPT, [specs[n] for n in selection.names]) if constrained else SYSTEM_PROMPT
+        offer = [specs[n] for n in selection.names]
+        prompt = constrained_prompt(SYSTEM_PROMPT, offer) if constrained else SYSTEM_PROMPT
         state = _State([{"role": "system", "content": prompt}, *conversation], retrieval=selection.trace())
         # withhold mode: no answer text leaves before the grounding check (docs/grounding.md, "Streaming")
         hold = self.settings.grounding_mode == "withhold"
