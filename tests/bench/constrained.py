@@ -73,6 +73,21 @@ def main(argv: list[str] | None = None) -> None:
         on, off = (statistics.median(timed[k]) * 1000 for k in ("schema", "none"))
         print(f"one-token round on a cached prompt, median of {args.repeat}: with schema {on:.1f} ms, "
               f"without {off:.1f} ms: grammar compile + constrained step {on - off:.1f} ms")  # fmt: skip
+        whole_decisions(http, url, specs, args.repeat)
+
+
+def whole_decisions(http: httpx.Client, url: str, specs: list[ToolSpec], repeat: int) -> None:
+    """Whole decision rounds (cached prompt, no token cap): what a decision costs, and so what the extra free-text
+    round after "answer" adds over taking an answer from the decision itself."""
+    for q in QUESTIONS:
+        payload = body(specs, q, True, True)
+        payload.pop("max_tokens", None)
+        ask(http, url, payload)  # the prompt into the cache
+        runs = [ask(http, url, payload) for _ in range(max(3, repeat // 3))]
+        content = runs[-1][1]["choices"][0]["message"]["content"]
+        completion = runs[-1][1]["usage"]["completion_tokens"]
+        wall = statistics.median(r[0] for r in runs) * 1000
+        print(f"whole decision round: median {wall:.0f} ms, {completion} tokens: {q} -> {content[:100]}")
 
 
 if __name__ == "__main__":
