@@ -11,7 +11,7 @@ import pytest
 
 from agent.backends.base import RoundRequest
 from agent.backends.openai_compat import openai_body
-from agent.loop.constrained import DECISION_LINE, InvalidDecision, decision_schema
+from agent.loop.constrained import DECISION_LINE, DECISION_MAX_TOKENS, InvalidDecision, decision_schema
 from agent.loop.engine import ToolLoop
 from agent.loop.events import Caller, FinalEvent, LoopEvent, TextEvent
 from agent.settings import Settings
@@ -62,6 +62,7 @@ async def test_a_chosen_tool_runs_then_answer_now_is_a_free_text_round_that_stre
     assert final.answer == "12 long, 7 short.\n\n---\nTools used: pozisyon_dagilimi"
     assert "".join(e.text for e in events if isinstance(e, TextEvent)) == final.answer  # no decision JSON shown
     assert [r.schema is not None for r in backend.requests] == [True, True, False]
+    assert backend.requests[0].options["num_predict"] == DECISION_MAX_TOKENS  # over the longest bounded decision
     assert backend.requests[2].tools is None and final.rounds == 3
     assert final.trace[0].outcome == "ok" and final.usage.prompt_tokens == 30
 
@@ -103,6 +104,8 @@ def test_each_branch_holds_one_tool_with_its_own_arguments() -> None:
     assert not valid.is_valid({"decision": "call", "tool": "sistem_bilgisi", "arguments": {"symbol": 5}})
     assert not valid.is_valid({"decision": "call", "tool": "islem_hacmi", "arguments": {}})  # required kept
     assert valid.is_valid({"decision": "answer"})
+    # an unbounded string argument is bounded, so a rambling model is stopped by the grammar, not the token limit
+    assert not valid.is_valid({"decision": "call", "tool": "islem_hacmi", "arguments": {"symbol": "E" * 201}})
 
 
 def test_the_schema_travels_on_both_protocols_and_through_the_queue() -> None:

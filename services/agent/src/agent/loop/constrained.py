@@ -41,6 +41,11 @@ DECISION_LINE = (
     'aşağıdaki araçlardan birini çağırmak için {"decision": "call", "tool": AD, "arguments": {...}}.'
 )
 SCHEMA_NAME = "decision"
+# A decision must end inside its round: a string argument the tool leaves unbounded gets this many characters at
+# most, and a decision round may take DECISION_MAX_TOKENS (over the longest decision the bounds allow), so a
+# model that rambles inside a string is stopped by the grammar, never cut off by the token limit.
+MAX_STRING = 200
+DECISION_MAX_TOKENS = 1024
 
 
 class InvalidDecision(UpstreamError):
@@ -59,8 +64,16 @@ def _arguments_schema(spec: ToolSpec) -> dict[str, Any]:
     schema = spec.input_schema
     if "$ref" in json.dumps(schema) or schema.get("type", "object") != "object":
         return {"type": "object"}
+    props = {name: _bounded(prop) for name, prop in (schema.get("properties") or {}).items()}
     # No argument the tool does not declare (llama.cpp's grammar admits none either unless told otherwise).
-    return {"additionalProperties": False, **{k: v for k, v in schema.items() if k != "title"}}
+    kept = {k: v for k, v in schema.items() if k not in ("title", "properties")}
+    return {"additionalProperties": False, **kept, "properties": props}
+
+
+def _bounded(prop: dict[str, Any]) -> dict[str, Any]:
+    if prop.get("type") == "string" and "maxLength" not in prop and "enum" not in prop:
+        return {**prop, "maxLength": MAX_STRING}
+    return prop
 
 
 def decision_schema(specs: list[ToolSpec]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from agent.backends.base import (
     ToolCallsDelta,
 )
 from agent.checks import mode
-from agent.loop.constrained import decide, decision_schema
+from agent.loop.constrained import DECISION_MAX_TOKENS, decide, decision_schema
 from agent.loop.constrained import system_prompt as constrained_prompt
 from agent.loop.events import (
     Caller,
@@ -155,7 +155,7 @@ class ToolLoop:
             model=model,
             messages=list(state.messages),
             tools=None,
-            options=self.settings.round_options(),
+            options={**self.settings.round_options(), "num_predict": DECISION_MAX_TOKENS},
             think=self.settings.think_value(),
             request_id=request_id,
             round=rnd,
