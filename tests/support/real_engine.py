@@ -25,9 +25,10 @@ def engine_paths() -> tuple[str, str] | None:
 
 
 def engine_cmd(binary: str, gguf: str, port: int, ctx: int, n_predict: int) -> list[str]:
-    # --no-repack: no weight repacking at load (quicker start, the same tokens); --jinja: the model's own template.
+    # --no-repack: no weight repacking at load (quicker start, the same tokens); --jinja: the model's own template;
+    # one thread: on a shared 2-core box two spinning threads measured ~1 token/s, waiting for each other.
     return [binary, "--model", gguf, "--alias", MODEL, "--host", "127.0.0.1", "--port", str(port),
-            "--ctx-size", str(ctx), "--parallel", "1", "--n-predict", str(n_predict), "--threads", "2",
+            "--ctx-size", str(ctx), "--parallel", "1", "--n-predict", str(n_predict), "--threads", "1",
             "--jinja", "--no-webui", "--no-repack"]  # fmt: skip
 
 
