@@ -30,7 +30,7 @@ def constrained_api() -> Iterator[str]:
         if os.environ.get("REQUIRE_E2E") == "1":
             pytest.fail(why)
         pytest.skip(why)
-    with engine(ctx=8192, n_predict=48) as url, agent_stack(url, "constrained") as api:
+    with engine(ctx=8192, n_predict=32) as url, agent_stack(url, "constrained") as api:
         yield api
 
 
