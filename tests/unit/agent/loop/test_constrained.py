@@ -11,6 +11,7 @@ import pytest
 
 from agent.backends.base import RoundRequest
 from agent.backends.openai_compat import openai_body
+from agent.errors import DependencyDown
 from agent.loop.constrained import DECISION_LINE, DECISION_MAX_TOKENS, InvalidDecision, decision_schema
 from agent.loop.engine import ToolLoop
 from agent.loop.events import Caller, FinalEvent, LoopEvent, TextEvent
@@ -118,3 +119,13 @@ def test_the_schema_travels_on_both_protocols_and_through_the_queue() -> None:
     assert body["response_format"] == {"type": "json_schema", "json_schema": expected}
     plain = RoundRequest("m", [], None, {})
     assert "format" not in plain.ollama_body() and "response_format" not in openai_body(plain, cache_prompt=False)
+
+
+async def test_a_decision_round_the_server_dropped_is_asked_once_more(constrained: Settings) -> None:
+    dropped = DependencyDown("The model server is unreachable (RemoteProtocolError)")
+    backend, box = ScriptedBackend([dropped, ANSWER, "Hello."]), MemoryToolBox()
+    final = (await run(constrained, backend, box))[-1]
+    assert isinstance(final, FinalEvent) and final.answer == "Hello." and len(backend.requests) == 3
+    backend = ScriptedBackend([dropped, dropped])
+    with pytest.raises(DependencyDown):  # twice is the server being down: the request fails as before
+        await run(constrained, backend, MemoryToolBox())

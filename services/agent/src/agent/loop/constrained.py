@@ -20,6 +20,7 @@ import json
 from typing import Any
 
 import jsonschema
+import structlog
 
 from agent.backends.base import (
     ModelBackend,
@@ -29,7 +30,7 @@ from agent.backends.base import (
     ToolCall,
     ToolCallsDelta,
 )
-from agent.errors import UpstreamError
+from agent.errors import DependencyDown, UpstreamError
 from agent.loop.events import Usage
 from agent.toolspec import ToolSpec
 
@@ -41,6 +42,7 @@ DECISION_LINE = (
     'aşağıdaki araçlardan birini çağırmak için {"decision": "call", "tool": AD, "arguments": {...}}.'
 )
 SCHEMA_NAME = "decision"
+log = structlog.get_logger("agent.loop.constrained")
 # A decision must end inside its round: a string argument the tool leaves unbounded gets this many characters at
 # most, and a decision round may take DECISION_MAX_TOKENS (over the longest decision the bounds allow), so a
 # model that rambles inside a string is stopped by the grammar, never cut off by the token limit.
@@ -142,7 +144,17 @@ def parse(text: str, schema: dict[str, Any], call_id: str, cut_off: bool) -> Too
 
 
 async def decide(backend: ModelBackend, request: RoundRequest, usage: Usage) -> ToolCall | None:
-    """Run one decision round (nothing of it reaches the user) and return the chosen call, or None to answer."""
+    """Run one decision round and return the chosen call, or None to answer. Nothing of a decision reaches the
+    user, so a round the model server dropped (a connection closed under it: seen with llama-server on a loaded
+    host) is asked once more instead of failing the request."""
+    try:
+        return await _decide_once(backend, request, usage)
+    except DependencyDown as exc:
+        log.warning("decision_retried", error=exc.message)
+        return await _decide_once(backend, request, usage)
+
+
+async def _decide_once(backend: ModelBackend, request: RoundRequest, usage: Usage) -> ToolCall | None:
     assert request.schema is not None
     text, cut_off = "", False
     async for event in backend.stream_round(request):
