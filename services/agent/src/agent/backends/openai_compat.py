@@ -200,7 +200,23 @@ async def _sse_chunks(resp: httpx.Response) -> AsyncIterator[dict[str, Any]]:
 async def stream_completions(
     http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool, cache_prompt: bool = False
 ) -> AsyncIterator[RoundEvent]:
-    """Stream one /v1/chat/completions round as events; reasoning is split off content on the way."""
+    """Stream one /v1/chat/completions round as events. A connection closed before anything came back (llama-server
+    ends idle keep-alive ones after 5 s) is tried once more: nothing was received, so nothing is repeated."""
+    try:
+        first = True
+        async for event in _stream_once(http, url, request, holdback, cache_prompt):
+            first = False
+            yield event
+    except DependencyDown as exc:
+        if not (first and isinstance(exc.__cause__, httpx.RemoteProtocolError)):
+            raise
+        async for event in _stream_once(http, url, request, holdback, cache_prompt):
+            yield event
+
+
+async def _stream_once(
+    http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool, cache_prompt: bool
+) -> AsyncIterator[RoundEvent]:
     completion = CompletionRound(holdback)
     with transport_errors("The model server", url, MODEL_SERVER_FIX):
         body = openai_body(request, cache_prompt)
