@@ -6,7 +6,7 @@ Traps measured against llama.cpp's llama-server and handled here:
   cut-off JSON. Such a call is passed on marked invalid (ToolCall.invalid) and the loop never executes it.
 - tools sent to a server started without `--jinja` answer HTTP 500: the message says which flag is missing.
 - a prompt over the server's context window is a 400 that names the fix (code context_length_exceeded).
-- the prompt cache makes temperature-0 answers vary: `cache_prompt` false unless MODEL_CACHE_PROMPT=true (others ignore it).
+- the prompt cache makes temperature-0 answers vary: `cache_prompt` is false unless MODEL_CACHE_PROMPT=true.
 """
 
 from __future__ import annotations
