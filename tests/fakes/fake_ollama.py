@@ -28,6 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+
+try:  # optional: the container image has only starlette + uvicorn; then `format` is checked as JSON only
+    import jsonschema
+except ImportError:  # pragma: no cover
+    jsonschema = None  # type: ignore[assignment]
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -40,7 +45,7 @@ VERSION = "0.33.0-fake"
 DEFAULT_MODELS = ("qwen3:4b", "qwen2.5:3b")
 GREETING = "Hello! I am the scripted model."
 TOOL_ECHO = "According to the tool: {tool_result}"
-WHEN_KEYS = {"user_contains", "last_role", "tool_result_contains", "has_tools", "model", "round"}
+WHEN_KEYS = {"user_contains", "last_role", "tool_result_contains", "has_tools", "has_format", "model", "round"}
 REPLY_KEYS = {
     "content",
     "thinking",
@@ -54,6 +59,7 @@ REPLY_KEYS = {
     "first_token_delay",
     "tokens",
     "hang",
+    "ignores_format",
 }
 SCRIPT_KEYS = {"rules", "default", "token_delay", "first_token_delay", "batch_exponent", "models"}
 THINK_LEVELS = {"low", "medium", "high", "max"}
@@ -255,6 +261,7 @@ class Conversation:
     last_tool: str | None
     last_role: str
     has_tools: bool
+    has_format: bool
     round: int
 
     @classmethod
@@ -271,6 +278,7 @@ class Conversation:
             last_tool=last("tool"),
             last_role=str(messages[-1].get("role")) if messages else "",
             has_tools=bool(body.get("tools")),
+            has_format=body.get("format") not in (None, ""),
             round=1 + sum(m.get("role") == "assistant" for m in messages),
         )
 
@@ -280,6 +288,7 @@ class Conversation:
             "last_role": lambda v: v == self.last_role,
             "tool_result_contains": lambda v: self.last_tool is not None and str(v).lower() in self.last_tool.lower(),
             "has_tools": lambda v: bool(v) == self.has_tools,
+            "has_format": lambda v: bool(v) == self.has_format,
             "model": lambda v: _full_name(str(v)) == _full_name(self.model),
             "round": lambda v: int(v) == self.round,
         }
@@ -583,11 +592,34 @@ async def chat(request: Request) -> Response:
     if "error" in reply:  # before the first byte: a normal JSON error with the real status
         record.update(ended_at=time.time(), outcome="error")
         return _error(int(reply["error"].get("status", 500)), str(reply["error"].get("message", "error")))
+    if (misfit := format_misfit(body.get("format"), reply, convo)) is not None:
+        record.update(ended_at=time.time(), outcome="error")
+        return _error(500, f"fake: the scripted reply cannot be produced under `format`: {misfit}")
     state.loaded.add(card.name)
     num_predict = int((body.get("options") or {}).get("num_predict") or -1)
     plan = make_plan(state, reply, convo, think_on, num_predict)
     generation = Generation(str(body["model"]), plan, body, lambda: state.active)
     return GenerationResponse(state, record, generation, stream=body.get("stream") is not False)
+
+
+def format_misfit(fmt: Any, reply: Json, convo: Conversation) -> str | None:
+    """Why Ollama could not have produced `reply` under `format` (its grammar admits only JSON fitting the schema),
+    or None. A script that breaks it is a test mistake, answered with a loud 500; `ignores_format: true` plays a
+    server that does not enforce the schema (to test what the client does with such output)."""
+    if fmt in (None, "") or reply.get("ignores_format"):
+        return None
+    if reply.get("tool_calls") or reply.get("raw_content"):
+        return "constrained output is content only (no tool calls, no raw text)"
+    text = convo.render(str(reply.get("content", "")))
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return f"content is not JSON ({exc})"
+    if isinstance(fmt, dict) and jsonschema is not None:
+        problem = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(fmt).iter_errors(value))
+        if problem is not None:
+            return f"content does not fit the schema: {problem.message}"
+    return None
 
 
 def _load_reply(state: FakeState, record: Json, body: Json, card: ModelCard) -> JSONResponse:

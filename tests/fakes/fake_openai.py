@@ -8,7 +8,8 @@ limit (`finish_reason: length`, arguments invalid JSON), errors before the first
 Script (POST /_fake/script): {"replies": [reply, ...], "models": [...]} — one reply per request, in order;
 the last one repeats. A reply: {"content": str, "reasoning": str, "tool_calls": [{"name": str, "arguments":
 str | object}], "finish_reason": str, "status": int, "error": str, "stream_error": str, "token_delay": s,
-"hang": "before_headers" | {"after_tokens": n}} (hang: nothing more, connection open, until the client leaves).
+"hang": "before_headers" | {"after_tokens": n}, "ignores_format": bool} (hang: nothing more, connection open, until
+the client leaves; a request with a json_schema `response_format` is held to it, as llama-server does).
 GET /_fake/requests gives the bodies received. Standalone: `python fake_openai.py --port P`.
 """
 
@@ -22,6 +23,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonschema
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -103,11 +105,32 @@ def _sse(obj: Json) -> bytes:
     return f"data: {json.dumps(obj)}\n\n".encode()
 
 
+def schema_misfit(response_format: Any, reply: Json) -> str | None:
+    """Why a server enforcing `response_format` json_schema (llama-server's grammar) could not produce `reply`."""
+    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+        return None
+    if reply.get("ignores_format") or reply.get("status"):
+        return None
+    if reply.get("tool_calls"):
+        return "constrained output is content only"
+    try:
+        value = json.loads(reply.get("content", ""))
+    except ValueError as exc:
+        return f"content is not JSON ({exc})"
+    schema = (response_format.get("json_schema") or {}).get("schema") or {}
+    problem = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
+    return None if problem is None else f"content does not fit the schema: {problem.message}"
+
+
 async def completions(request: Request) -> Response:
     state: FakeState = request.app.state.fake
     body = await request.json()
     state.requests.append(body)
     reply = state.next_reply()
+    if (misfit := schema_misfit(body.get("response_format"), reply)) is not None:
+        message = f"fake: the scripted reply cannot be produced: {misfit}"
+        error = {"code": 500, "message": message, "type": "server_error"}
+        return JSONResponse({"error": error}, status_code=500)
     if reply.get("hang") == "before_headers":  # accepted, never answered
         await asyncio.Event().wait()
     if reply.get("status"):

@@ -364,3 +364,21 @@ async def test_a_generation_is_over_when_its_last_chunk_is_produced(state: FakeS
     await response({"type": "http"}, receive, send)
     assert active_at_done == [0] and record["outcome"] == "completed"
     assert state.stats()["peak"] == 1 and state.active == 0
+
+
+FORMAT = {"type": "object", "properties": {"city": {"const": "Tokyo"}}, "required": ["city"]}
+
+
+async def test_format_admits_only_json_fitting_the_schema_unless_the_reply_ignores_it(
+    http: httpx.AsyncClient, state: FakeState
+) -> None:
+    body = {"model": "qwen3:4b", "messages": USER, "stream": False, "think": False, "format": FORMAT}
+    cases = [({"content": '{"city": "Tokyo"}'}, 200), ({"content": '{"city": "Paris"}'}, 500),
+             ({"content": "Tokyo"}, 500), ({"tool_calls": [{"name": "get_weather", "arguments": {}}]}, 500),
+             ({"content": "Tokyo", "ignores_format": True}, 200)]  # fmt: skip
+    for reply, status in cases:
+        state.configure({"default": reply, "rules": [{"when": {"has_format": False}, "reply": {"content": "x"}}]})
+        resp = await http.post("/api/chat", json=body)
+        assert resp.status_code == status, (reply, resp.text)
+        if status == 500:
+            assert "cannot be produced under `format`" in resp.json()["error"]

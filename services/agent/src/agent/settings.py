@@ -100,6 +100,10 @@ class Settings(BaseSettings):
     [tools.md](tools.md#tool-retrieval)"""
     tool_top_k: int = Field(default=4, ge=1, le=100)
     """how many ranked tools `TOOL_RETRIEVAL` offers per request"""
+    tool_calling: Literal["native", "constrained"] = "native"
+    """`native`: the tools go to the model server as `tools` and the model writes calls its own way;
+    `constrained`: each tool-deciding round asks for one JSON decision (answer, or one offered tool with arguments
+    valid for it) under a schema the server enforces while decoding — [tools.md](tools.md#constrained-tool-calling)"""
     round_timeout_seconds: float = 120.0
     """longest single LLM round, from the request to the model server to its last token, before 504: the whole
     round (a server that trickles tokens is stopped too), in direct and queue mode, with either `MODEL_PROTOCOL`"""

@@ -108,3 +108,19 @@ async def test_transport_failures_name_the_server_and_the_fix(stream: Stream, se
     slow = await failure(stream, raising(httpx.ReadTimeout("slow")))
     assert type(slow) is UpstreamTimeout and slow.message.startswith(f"{server} at http://")
     assert slow.message.endswith("did not answer in time (ReadTimeout)")
+
+
+async def test_a_connection_closed_before_any_answer_is_tried_once_more_on_the_openai_protocol() -> None:
+    sent: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(1)
+        if len(sent) == 1:  # a stale keep-alive connection: closed before any byte came back
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        return httpx.Response(200, content=sse(TEXT_OPENAI, DONE_OPENAI, "[DONE]"))
+
+    events = await run(openai, handler)
+    assert len(sent) == 2 and [type(e).__name__ for e in events] == ["TextDelta", "RoundDone"]
+    sent.clear()
+    refused = await failure(openai, lambda r: (_ for _ in ()).throw(httpx.ConnectError("refused", request=r)))
+    assert "unreachable" in refused.message  # any other transport error fails as before

@@ -94,6 +94,7 @@ async def agent_info(
         "engine_scripted": status.scripted,
         "system_prompt_sha256": hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(),
         "role": role,
+        "tool_calling": settings.tool_calling,
     }
     try:
         info |= tool_fingerprints([t for t in await toolbox.list_tools() if policy.allows(role, t.name)])

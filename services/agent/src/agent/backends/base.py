@@ -37,6 +37,7 @@ class RoundRequest:
     request_id: str = ""
     round: int = 1  # 1-based; rounds > 1 belong to conversations already under way
     priority: Literal["user", "task"] = "user"  # "task": a client background task, below every user round
+    schema: dict[str, Any] | None = None  # a JSON schema the server must decode into (TOOL_CALLING=constrained)
 
     def ollama_body(self) -> dict[str, Any]:
         """The /api/chat body for this round (always streaming; `think` only when set)."""
@@ -45,6 +46,8 @@ class RoundRequest:
             body["tools"] = self.tools
         if self.think is not None:
             body["think"] = self.think
+        if self.schema is not None:
+            body["format"] = self.schema
         return body
 
     def to_dict(self) -> dict[str, Any]:

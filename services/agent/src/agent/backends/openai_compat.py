@@ -6,8 +6,7 @@ Traps measured against llama.cpp's llama-server and handled here:
   cut-off JSON. Such a call is passed on marked invalid (ToolCall.invalid) and the loop never executes it.
 - tools sent to a server started without `--jinja` answer HTTP 500: the message says which flag is missing.
 - a prompt over the server's context window is a 400 that names the fix (code context_length_exceeded).
-- at temperature 0 the prompt cache makes answers differ run to run: `cache_prompt` is sent false unless
-  MODEL_CACHE_PROMPT=true (servers other than llama.cpp ignore the field).
+- the prompt cache makes temperature-0 answers vary: `cache_prompt` is false unless MODEL_CACHE_PROMPT=true.
 """
 
 from __future__ import annotations
@@ -95,6 +94,11 @@ def openai_body(request: RoundRequest, cache_prompt: bool) -> dict[str, Any]:
             body[name] = request.options[option]
     if request.tools:
         body["tools"] = request.tools
+    if request.schema is not None:  # llama-server, vLLM and OpenAI enforce it while decoding
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "decision", "schema": request.schema, "strict": True},
+        }
     return body
 
 
@@ -195,7 +199,22 @@ async def _sse_chunks(resp: httpx.Response) -> AsyncIterator[dict[str, Any]]:
 async def stream_completions(
     http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool, cache_prompt: bool = False
 ) -> AsyncIterator[RoundEvent]:
-    """Stream one /v1/chat/completions round as events; reasoning is split off content on the way."""
+    """One round as events; a connection closed before any answer (llama-server's keep-alive end) is tried again."""
+    first = True
+    for attempt in (1, 2):
+        try:
+            async for event in _stream_once(http, url, request, holdback, cache_prompt):
+                first = False
+                yield event
+            return
+        except DependencyDown as exc:  # nothing received yet: nothing is repeated
+            if attempt == 2 or not (first and isinstance(exc.__cause__, httpx.RemoteProtocolError)):
+                raise
+
+
+async def _stream_once(
+    http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool, cache_prompt: bool
+) -> AsyncIterator[RoundEvent]:
     completion = CompletionRound(holdback)
     with transport_errors("The model server", url, MODEL_SERVER_FIX):
         body = openai_body(request, cache_prompt)

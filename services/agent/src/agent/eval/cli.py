@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import cli
+from agent.eval import decisions
 from agent.eval.compare import compare
 from agent.eval.errors import AllRequestsFailed, EvalError
 from agent.eval.patience import DEFAULT_MAX_WAIT, WaitBudget
@@ -56,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--fail-under", type=float, default=None, help="exit 1 if tool-selection accuracy < RATE")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     _patience_flags(run)
+    run.add_argument(
+        "--tool-calling",
+        choices=decisions.MODES,
+        default=None,
+        help="the agent's TOOL_CALLING this run is for: refused if the agent runs the other way",
+    )
     cmp = sub.add_parser("compare", help="what changed between two runs, question by question")
     cmp.add_argument("before", type=Path)
     cmp.add_argument("after", type=Path)
@@ -133,6 +140,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     client = AgentClient(args.base_url, args.api_key, args.timeout, budget=WaitBudget(args.max_wait))
     runs: list[Run] = []
     try:
+        decisions.check_mode(args.tool_calling, client.info())
         for model in resolve_models(client, _models(args)):
             if not args.quiet:
                 print(

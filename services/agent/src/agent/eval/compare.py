@@ -11,11 +11,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agent.eval import decisions
 from agent.eval.records import Record, Run
 
 Change = Literal["fixed", "broken", "changed", "added", "removed"]
 META_KEYS = (
     "model",
+    "tool_calling",
     "ollama_version",
     "api_version",
     "agent_version",
@@ -107,7 +109,7 @@ def _score_rows(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, Any, An
     rows: list[tuple[str, Any, Any]] = [(k, a.get(k), b.get(k)) for k in SCORE_KEYS]
     for part, key in (("latency_s", "p50"), ("latency_s", "p95"), ("rounds", "mean")):
         rows.append((f"{part}.{key}", (a.get(part) or {}).get(key), (b.get(part) or {}).get(key)))
-    return rows
+    return rows + decisions.score_rows(a, b)
 
 
 def compare(a: Run, b: Run) -> Comparison:

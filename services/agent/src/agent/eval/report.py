@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.eval import NO_TOOL, grounding, retrieval
+from agent.eval import NO_TOOL, decisions, grounding, retrieval
 from agent.eval.compare import Comparison
 from agent.eval.provenance import answered_lines, what_answered
 from agent.eval.records import Record, Run
@@ -180,6 +180,10 @@ def render_run(run: Run) -> str:
     lines += [
         "",
         f"Verdicts: {verdicts}.",
+        "",
+        "## Decisions (validity and the four questions)",
+        "",
+        *decisions.render(meta, s),
         "",
         "## Mistakes",
         "",

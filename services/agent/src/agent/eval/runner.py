@@ -161,6 +161,7 @@ def collect_meta(
         "tools": info.get("tools") or fingerprints.get("tools"),
         "agent_options": info.get("options"),
         "max_tool_rounds": info.get("max_tool_rounds"),
+        "tool_calling": info.get("tool_calling"),
         "agent_info_available": bool(info),
         "questions_file": questions.source,
         "questions_sha256": questions.sha256,

@@ -13,7 +13,7 @@ import statistics
 from collections import Counter, defaultdict
 from typing import Any
 
-from agent.eval import NO_TOOL, grounding, retrieval
+from agent.eval import NO_TOOL, decisions, grounding, retrieval
 from agent.eval.matchers import describe, matches
 from agent.eval.records import VERDICTS, Record, Verdict
 
@@ -172,6 +172,7 @@ def score(records: list[Record]) -> dict[str, Any]:
         "no_tool": _rate(sum(r.selection_ok for r in no_tool_q), len(no_tool_q)),
         "arguments": _rate(sum(bool(r.args_ok) for r in checked), len(checked)),
         "grounding": grounding.score(records),
+        "decisions": decisions.score(records),
         "retrieval": retrieval.score(records),
         "verdicts": {v: counts.get(v, 0) for v in VERDICTS},
         "per_tool": per_tool(matrix),

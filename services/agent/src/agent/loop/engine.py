@@ -26,6 +26,8 @@ from agent.backends.base import (
     ToolCallsDelta,
 )
 from agent.checks import mode
+from agent.loop.constrained import DECISION_MAX_TOKENS, decide, decision_schema
+from agent.loop.constrained import system_prompt as constrained_prompt
 from agent.loop.events import (
     Caller,
     FinalEvent,
@@ -67,7 +69,10 @@ class ToolLoop:
         tools = await self.toolbox.list_tools()
         specs = {s.name: s for s in tools if caller.may_use(s.name)}  # authorization first: retrieval only narrows
         selection = self.retriever.select(tools, list(specs), conversation)  # once: every round offers this set
-        state = _State([{"role": "system", "content": SYSTEM_PROMPT}, *conversation], retrieval=selection.trace())
+        constrained = self.settings.tool_calling == "constrained"
+        offer = [specs[n] for n in selection.names]
+        prompt = constrained_prompt(SYSTEM_PROMPT, offer) if constrained else SYSTEM_PROMPT
+        state = _State([{"role": "system", "content": prompt}, *conversation], retrieval=selection.trace())
         # withhold mode: no answer text leaves before the grounding check (docs/grounding.md, "Streaming")
         hold = self.settings.grounding_mode == "withhold"
         max_rounds = self.settings.max_tool_rounds
@@ -77,11 +82,19 @@ class ToolLoop:
             final = rnd > max_rounds or state.force_final
             offered = None if final else [specs[n].ollama() for n in selection.names if n not in state.failed] or None
             calls: list[ToolCall] = []
-            async for event in self._round(state, model, offered, request_id, rnd):
-                if isinstance(event, ToolCallsDelta):
-                    calls.extend(event.calls)
-                elif not (hold and isinstance(event, TextEvent)):
-                    yield event
+            if constrained and offered:  # a decision round: one schema, nothing streams to the user
+                open_specs = [specs[n] for n in selection.names if n not in state.failed]
+                choice = await self._decide(state, model, open_specs, request_id, rnd)
+                state.force_final = choice is None  # "answer now": the next round is the free-text answer
+                calls = [choice] if choice is not None else []
+                if not calls:
+                    continue
+            else:
+                async for event in self._round(state, model, offered, request_id, rnd):
+                    if isinstance(event, ToolCallsDelta):
+                        calls.extend(event.calls)
+                    elif not (hold and isinstance(event, TextEvent)):
+                        yield event
             if final or not calls:
                 break
             state.messages.append(
@@ -134,6 +147,22 @@ class ToolLoop:
         yield FinalEvent(
             state.answer, state.finish_reason, state.usage, rnd, state.trace, verdict.trace(), state.retrieval
         )
+
+    async def _decide(
+        self, state: _State, model: str, offered: list[ToolSpec], request_id: str, rnd: int
+    ) -> ToolCall | None:
+        request = RoundRequest(
+            model=model,
+            messages=list(state.messages),
+            tools=None,
+            options={**self.settings.round_options(), "num_predict": DECISION_MAX_TOKENS},
+            think=self.settings.think_value(),
+            request_id=request_id,
+            round=rnd,
+            schema=decision_schema(offered),
+        )
+        state.round_text = ""
+        return await decide(self.backend, request, state.usage)
 
     async def _round(
         self, state: _State, model: str, tools: list[dict[str, Any]] | None, request_id: str, rnd: int

@@ -1,0 +1,170 @@
+"""Constrained tool calling (TOOL_CALLING=constrained): the model's decision asked through one JSON schema.
+
+A decision round sends no `tools`; it sends a JSON schema the model server enforces while decoding (Ollama's
+`format`, the OpenAI protocol's `response_format` json_schema), with one `anyOf` branch per offered tool:
+
+    {"decision": "answer"}
+    {"decision": "call", "tool": "<a tool's name, as a const>", "arguments": {<that tool's own input schema>}}
+
+so a name the caller may not use, or arguments of another tool, cannot be written at all. The tool descriptions
+reach the model as text in the system prompt (the chat template would put them there for `tools`; llama-server
+refuses to mix `tools` with a schema of our own). The chosen call goes through the loop's ordinary checks
+(authorization, schema, duplicates) as a native one would. "answer" is followed by one free-text round without
+schema or tools, which streams as usual. A reply that does not fit the schema means the server did not enforce
+it: InvalidDecision, and nothing runs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import structlog
+
+from agent.backends.base import (
+    ModelBackend,
+    RoundDone,
+    RoundRequest,
+    TextDelta,
+    ToolCall,
+    ToolCallsDelta,
+)
+from agent.errors import DependencyDown, UpstreamError
+from agent.loop.events import Usage
+from agent.toolspec import ToolSpec
+
+# What the schema means, in both languages the agent serves (the extra prompt tokens: scripts/bench-constrained).
+DECISION_LINE = (
+    'Reply with one JSON object: {"decision": "answer"} to answer the user yourself, or '
+    '{"decision": "call", "tool": NAME, "arguments": {...}} to call one of the tools below.\n'
+    'Tek bir JSON nesnesiyle yanıt ver: kullanıcıyı kendin yanıtlamak için {"decision": "answer"}, '
+    'aşağıdaki araçlardan birini çağırmak için {"decision": "call", "tool": AD, "arguments": {...}}.'
+)
+SCHEMA_NAME = "decision"
+log = structlog.get_logger("agent.loop.constrained")
+# A decision must end inside its round: a string argument the tool leaves unbounded gets this many characters at
+# most, and a decision round may take DECISION_MAX_TOKENS (over the longest decision the bounds allow), so a
+# model that rambles inside a string is stopped by the grammar, never cut off by the token limit.
+MAX_STRING = 200
+DECISION_MAX_TOKENS = 1024
+
+
+class InvalidDecision(UpstreamError):
+    """The model server returned a decision outside the schema it was sent: it does not enforce the schema."""
+
+    code = "invalid_decision"
+    public = (
+        "The model's reply did not fit the tool-decision schema (TOOL_CALLING=constrained), so nothing was run. "
+        "The operator must use a model server that enforces JSON schemas (agent logs)."
+    )
+
+
+def _arguments_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The tool's input schema as a branch can hold it. A `$ref` would point into our document, not the tool's:
+    such a tool gets any object here, and its arguments are still checked against its schema before it runs."""
+    schema = spec.input_schema
+    if "$ref" in json.dumps(schema) or schema.get("type", "object") != "object":
+        return {"type": "object"}
+    props = {name: _bounded(prop) for name, prop in (schema.get("properties") or {}).items()}
+    # No argument the tool does not declare (llama.cpp's grammar admits none either unless told otherwise).
+    kept = {k: v for k, v in schema.items() if k not in ("title", "properties")}
+    return {"additionalProperties": False, **kept, "properties": props}
+
+
+def _bounded(prop: dict[str, Any]) -> dict[str, Any]:
+    if prop.get("type") == "string" and "maxLength" not in prop and "enum" not in prop:
+        return {**prop, "maxLength": MAX_STRING}
+    return prop
+
+
+def decision_schema(specs: list[ToolSpec]) -> dict[str, Any]:
+    """One schema for the whole decision: answer, or exactly one of `specs` with its own arguments."""
+    answer = {
+        "type": "object",
+        "properties": {"decision": {"const": "answer"}},
+        "required": ["decision"],
+        "additionalProperties": False,
+    }
+    calls = [
+        {
+            "type": "object",
+            "properties": {
+                "decision": {"const": "call"},
+                "tool": {"const": spec.name},
+                "arguments": _arguments_schema(spec),
+            },
+            "required": ["decision", "tool", "arguments"],
+            "additionalProperties": False,
+        }
+        for spec in specs
+    ]
+    return {"anyOf": [answer, *calls]}
+
+
+def _argument_line(name: str, prop: dict[str, Any], required: bool) -> str:
+    kind = prop.get("type", "any")
+    extra = "required" if required else f"default {json.dumps(prop['default'])}" if "default" in prop else "optional"
+    return f"  - {name} ({kind}, {extra}): {prop.get('description', '')}".rstrip(": ")
+
+
+def catalogue(specs: list[ToolSpec]) -> str:
+    """The offered tools as prompt text: name, description, arguments (what a chat template renders for tools)."""
+    parts = ["Tools / Araçlar:"]
+    for spec in specs:
+        parts.append(f"### {spec.name}\n{spec.description.strip()}")
+        props = spec.input_schema.get("properties") or {}
+        required = set(spec.input_schema.get("required") or [])
+        if props:
+            parts.append("Arguments:\n" + "\n".join(_argument_line(n, p, n in required) for n, p in props.items()))
+    return "\n".join(parts)
+
+
+def system_prompt(base: str, specs: list[ToolSpec]) -> str:
+    return f"{base}\n\n{DECISION_LINE}\n\n{catalogue(specs)}"
+
+
+def parse(text: str, schema: dict[str, Any], call_id: str, cut_off: bool) -> ToolCall | None:
+    """The decision as a tool call (None: answer now); InvalidDecision when it does not fit the schema."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        why = "it was cut off by the token limit" if cut_off else f"it is not JSON ({exc})"
+        raise InvalidDecision(f"The model's decision does not fit the schema: {why}: {text[:120]!r}") from exc
+    problems = list(jsonschema.Draft202012Validator(schema).iter_errors(value))
+    if problems:
+        tool = value.get("tool") if isinstance(value, dict) else None
+        raise InvalidDecision(
+            f"The model's decision does not fit the schema sent (does the server enforce it?): tool {tool!r}, "
+            f"{problems[0].message[:200]}"
+        )
+    if value["decision"] == "answer":
+        return None
+    return ToolCall(call_id, value["tool"], dict(value["arguments"]))
+
+
+async def decide(backend: ModelBackend, request: RoundRequest, usage: Usage) -> ToolCall | None:
+    """Run one decision round and return the chosen call, or None to answer. Nothing of a decision reaches the
+    user, so a round the model server dropped (a connection closed under it: seen with llama-server on a loaded
+    host) is asked once more instead of failing the request."""
+    try:
+        return await _decide_once(backend, request, usage)
+    except DependencyDown as exc:
+        log.warning("decision_retried", error=exc.message)
+        return await _decide_once(backend, request, usage)
+
+
+async def _decide_once(backend: ModelBackend, request: RoundRequest, usage: Usage) -> ToolCall | None:
+    assert request.schema is not None
+    text, cut_off = "", False
+    async for event in backend.stream_round(request):
+        if isinstance(event, TextDelta):
+            text += event.text
+        elif isinstance(event, ToolCallsDelta):  # native calls although no tools were sent: not our schema
+            names = ", ".join(c.name for c in event.calls)
+            raise InvalidDecision(f"The model server answered a decision round with native tool calls ({names})")
+        elif isinstance(event, RoundDone):
+            usage.prompt_tokens += event.prompt_tokens
+            usage.completion_tokens += event.completion_tokens
+            cut_off = event.done_reason == "length"
+    return parse(text, request.schema, f"call_{request.request_id or 'r'}_{request.round}", cut_off)

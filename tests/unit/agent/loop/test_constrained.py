@@ -1,0 +1,131 @@
+"""TOOL_CALLING=constrained on the scripted backend: the schema offers exactly the caller's tools, a chosen call
+runs through the loop's checks, and a reply outside the schema is a clear error that runs nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from agent.backends.base import RoundRequest
+from agent.backends.openai_compat import openai_body
+from agent.errors import DependencyDown
+from agent.loop.constrained import DECISION_LINE, DECISION_MAX_TOKENS, InvalidDecision, decision_schema
+from agent.loop.engine import ToolLoop
+from agent.loop.events import Caller, FinalEvent, LoopEvent, TextEvent
+from agent.settings import Settings
+from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend
+
+Q = [{"role": "user", "content": "how many accounts are long on EURUSD?"}]
+ANSWER = json.dumps({"decision": "answer"})
+
+
+def call(tool: str, **arguments: Any) -> str:
+    return json.dumps({"decision": "call", "tool": tool, "arguments": arguments})
+
+
+@pytest.fixture
+def constrained(settings: Settings) -> Settings:
+    return settings.model_copy(update={"tool_calling": "constrained"})
+
+
+async def run(settings: Settings, backend: ScriptedBackend, box: MemoryToolBox, caller: Caller | None = None
+              ) -> list[LoopEvent]:  # fmt: skip
+    loop = ToolLoop(settings, backend, box)  # type: ignore[arg-type]
+    return [e async for e in loop.run(Q, "qwen3:4b", caller or Caller(), "rid")]
+
+
+def offered_tools(request: RoundRequest) -> set[str]:
+    assert request.schema is not None
+    return {b["properties"]["tool"]["const"] for b in request.schema["anyOf"] if "tool" in b["properties"]}
+
+
+async def test_the_schema_names_exactly_the_permitted_tools(constrained: Settings) -> None:
+    backend, box = ScriptedBackend([ANSWER, "Hello."]), MemoryToolBox()
+    caller = Caller(role="desk", may_use=lambda name: name != "islem_hacmi")
+    await run(constrained, backend, box, caller)
+    decision = backend.requests[0]
+    assert offered_tools(decision) == {"pozisyon_dagilimi", "sistem_bilgisi"}
+    assert decision.tools is None  # the tools travel in the schema and the prompt, never as native `tools`
+    system = decision.messages[0]["content"]
+    assert DECISION_LINE in system and "### pozisyon_dagilimi" in system and "islem_hacmi" not in system
+
+
+async def test_a_chosen_tool_runs_then_answer_now_is_a_free_text_round_that_streams(constrained: Settings) -> None:
+    replies = [call("pozisyon_dagilimi", symbol="EURUSD"), ANSWER, "12 long, 7 short."]
+    backend, box = ScriptedBackend(replies), MemoryToolBox()
+    events = await run(constrained, backend, box)
+    final = events[-1]
+    assert isinstance(final, FinalEvent)
+    assert box.calls == [("pozisyon_dagilimi", {"symbol": "EURUSD"})]
+    assert final.answer == "12 long, 7 short.\n\n---\nTools used: pozisyon_dagilimi"
+    assert "".join(e.text for e in events if isinstance(e, TextEvent)) == final.answer  # no decision JSON shown
+    assert [r.schema is not None for r in backend.requests] == [True, True, False]
+    assert backend.requests[0].options["num_predict"] == DECISION_MAX_TOKENS  # over the longest bounded decision
+    assert backend.requests[2].tools is None and final.rounds == 3
+    assert final.trace[0].outcome == "ok" and final.usage.prompt_tokens == 30
+
+
+async def test_the_duplicate_guard_applies_to_constrained_calls(constrained: Settings) -> None:
+    same = call("pozisyon_dagilimi", symbol="EURUSD")
+    backend, box = ScriptedBackend([same, same, "Done."]), MemoryToolBox()
+    final = (await run(constrained, backend, box))[-1]
+    assert isinstance(final, FinalEvent)
+    assert len(box.calls) == 1 and [t.outcome for t in final.trace] == ["ok", "duplicate"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"decision": "call", "tool": "pozisyon_dagilimi", "arguments": {"symbol": "EUR',  # cut off / not JSON
+        "Sure, let me call pozisyon_dagilimi for you.",  # prose: the server ignored the schema
+        call("islem_hacmi", symbol="EURUSD"),  # a real tool, but not one this caller was offered
+        call("drop_table", symbol="x"),  # an invented tool
+        call("pozisyon_dagilimi", symbol=5),  # arguments of the wrong type for that tool
+        json.dumps({"decision": "answer", "text": "12"}),  # a key the schema does not have
+    ],
+)
+async def test_a_reply_outside_the_schema_is_a_clear_error_and_runs_nothing(constrained: Settings, reply: str) -> None:
+    backend, box = ScriptedBackend([reply, ANSWER, "ok"]), MemoryToolBox()
+    caller = Caller(role="desk", may_use=lambda name: name != "islem_hacmi")
+    with pytest.raises(InvalidDecision) as raised:
+        await run(constrained, backend, box, caller)
+    assert box.calls == [] and len(backend.requests) == 1  # refused at the first decision, not later
+    assert "schema" in raised.value.message and raised.value.code == "invalid_decision"
+    assert "nothing was run" in raised.value.client_message
+
+
+def test_each_branch_holds_one_tool_with_its_own_arguments() -> None:
+    specs = MemoryToolBox().specs
+    schema = decision_schema(specs)
+    valid = jsonschema.Draft202012Validator(schema)
+    assert valid.is_valid({"decision": "call", "tool": "islem_hacmi", "arguments": {"symbol": "EURUSD"}})
+    assert not valid.is_valid({"decision": "call", "tool": "sistem_bilgisi", "arguments": {"symbol": 5}})
+    assert not valid.is_valid({"decision": "call", "tool": "islem_hacmi", "arguments": {}})  # required kept
+    assert valid.is_valid({"decision": "answer"})
+    # an unbounded string argument is bounded, so a rambling model is stopped by the grammar, not the token limit
+    assert not valid.is_valid({"decision": "call", "tool": "islem_hacmi", "arguments": {"symbol": "E" * 201}})
+
+
+def test_the_schema_travels_on_both_protocols_and_through_the_queue() -> None:
+    schema = decision_schema(MemoryToolBox().specs)
+    request = RoundRequest("m", [{"role": "user", "content": "q"}], None, {}, schema=schema)
+    assert RoundRequest.from_dict(json.loads(json.dumps(request.to_dict()))) == request  # the queue's job payload
+    assert request.ollama_body()["format"] == schema and "tools" not in request.ollama_body()
+    body = openai_body(request, cache_prompt=False)
+    expected = {"name": "decision", "schema": schema, "strict": True}
+    assert body["response_format"] == {"type": "json_schema", "json_schema": expected}
+    plain = RoundRequest("m", [], None, {})
+    assert "format" not in plain.ollama_body() and "response_format" not in openai_body(plain, cache_prompt=False)
+
+
+async def test_a_decision_round_the_server_dropped_is_asked_once_more(constrained: Settings) -> None:
+    dropped = DependencyDown("The model server is unreachable (RemoteProtocolError)")
+    backend, box = ScriptedBackend([dropped, ANSWER, "Hello."]), MemoryToolBox()
+    final = (await run(constrained, backend, box))[-1]
+    assert isinstance(final, FinalEvent) and final.answer == "Hello." and len(backend.requests) == 3
+    backend = ScriptedBackend([dropped, dropped])
+    with pytest.raises(DependencyDown):  # twice is the server being down: the request fails as before
+        await run(constrained, backend, MemoryToolBox())
