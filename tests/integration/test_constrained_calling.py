@@ -12,10 +12,8 @@ import httpx
 import pytest
 
 from tests.integration import queue_fixtures
-from tests.integration.conftest import FakeOllama, McpServer, agent_env
+from tests.integration.conftest import FakeOllama, FakeOpenAI, McpServer, agent_env
 from tests.integration.queue_fixtures import RedisServer
-from tests.integration.test_openai_protocol import FakeOpenAI
-from tests.integration.test_openai_protocol import fake_openai as fake_openai  # the module's fixture, reused
 from tests.support.procs import VENV_BIN, free_port, running
 
 queue_redis = queue_fixtures.queue_redis
