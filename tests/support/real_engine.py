@@ -24,22 +24,20 @@ def engine_paths() -> tuple[str, str] | None:
     return paths["LLAMA_SERVER_BIN"], paths["LLAMA_MODEL_GGUF"]
 
 
-def engine_cmd(binary: str, gguf: str, port: int, ctx: int, n_predict: int) -> list[str]:
-    # --no-repack: no weight repacking at load (quicker start, the same tokens); --jinja: the model's own template;
-    # one thread: on a shared 2-core box two spinning threads measured ~1 token/s, waiting for each other.
-    return [binary, "--model", gguf, "--alias", MODEL, "--host", "127.0.0.1", "--port", str(port),
-            "--ctx-size", str(ctx), "--parallel", "1", "--n-predict", str(n_predict), "--threads", "1",
-            "--jinja", "--no-webui", "--no-repack"]  # fmt: skip
+def engine_cmd(port: int) -> list[str]:
+    """The engine as users start it (scripts/llama-server serve), on one thread: on a shared 2-core box two
+    spinning threads measured ~1 token/s, waiting for each other (a later flag wins over the script's)."""
+    return [str(REPO / "scripts/llama-server"), "serve", str(port), "--threads", "1"]
 
 
 @contextlib.contextmanager
 def engine(ctx: int = 8192, n_predict: int = 96) -> Iterator[str]:
-    paths = engine_paths()
-    if paths is None:
+    if engine_paths() is None:
         raise RuntimeError("llama-server is not built: run scripts/llama-server")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with running(engine_cmd(*paths, port, ctx, n_predict), ready_url=f"{url}/health", timeout=180):
+    env = {"LLAMA_CTX": str(ctx), "LLAMA_N_PREDICT": str(n_predict)}
+    with running(engine_cmd(port), env=env, ready_url=f"{url}/health", timeout=180):
         yield url
 
 
