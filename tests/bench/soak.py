@@ -3,7 +3,8 @@
 Clients (OpenAI API, streaming and not, questions with and without a tool call) run for the whole soak while a
 fault schedule hits the stack (tests/bench/soak_stack.py) every FAULT_EVERY seconds: SIGKILL of agent-worker,
 agent-api or mcp-server and Redis (AOF on), each started again about a second later as a restart policy does;
-the model server slow for a while; the model server hung (its requests never answer). Then it prints requests,
+the model server slow for a while; the model server hung (its requests never answer); a network cut between Redis
+and every other part for a few seconds (its packets dropped, where iptables allows). Then it prints requests,
 the share answered per fault window and overall, latency, 5xx by kind, audit records against requests, the
 model server's peak concurrent generations against WORKER_SLOTS, queue state left behind, and memory growth.
 
@@ -24,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from tests.bench.soak_stack import SoakStack
+from tests.bench.soak_stack import SoakStack, cut, netcut_unavailable
 
 QUESTIONS = [
     ("how many dollars were deposited today?", True),
@@ -46,7 +47,8 @@ RESTART_AFTER = 1.0  # s from a kill to the restart, as `restart: unless-stopped
 SETTLE = 2.0  # s a fault window lasts past the part being back
 REFUSED_PAUSE = 1.0  # s a client waits after its request found no agent-api
 KILLS = ("worker", "api", "mcp", "redis")
-FAULTS = (*KILLS, "model_slow", "model_hung")
+FAULTS = (*KILLS, "model_slow", "model_hung", "netcut")
+NETCUT_SECONDS = 3.0  # how long Redis is cut off from every other part (its packets dropped, not refused)
 
 
 @dataclass
@@ -108,6 +110,10 @@ class Soak:
             part.kill()
             time.sleep(RESTART_AFTER)
             return part.start()
+        if fault == "netcut":
+            with cut(self.stack.ports["redis"]):
+                time.sleep(NETCUT_SECONDS)
+            return time.time()
         if fault == "model_slow":
             self.stack.script(**{**SCRIPT, "token_delay": 0.2})
         else:  # model_hung: requests arriving now get no first token (ROUND_TIMEOUT_SECONDS ends them)
@@ -229,15 +235,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=6)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
-        "--faults", default=",".join(FAULTS), help=f"kinds to draw from, in order if --in-order: {FAULTS}"
+        "--faults", default="", help=f"kinds to draw from, in order if --in-order: {FAULTS} (default: all it can)"
     )
     parser.add_argument("--in-order", action="store_true", help="apply --faults in the order given, cycling")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object too")
     args = parser.parse_args(argv)
-    kinds = [k for k in args.faults.split(",") if k]
+    kinds = [k for k in args.faults.split(",") if k] or [k for k in FAULTS if k != "netcut" or not netcut_unavailable()]
     unknown = set(kinds) - set(FAULTS)
     if unknown:
         parser.error(f"unknown fault kinds {sorted(unknown)}; known: {FAULTS}")
+    if "netcut" in kinds and (why := netcut_unavailable()):
+        parser.error(f"{why}; leave netcut out of --faults")
     rng = random.Random(args.seed)
     seconds = args.minutes * 60
     count = int(seconds // args.fault_every) + 1

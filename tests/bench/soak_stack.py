@@ -7,14 +7,16 @@ with `restart: unless-stopped` does; a kill takes the part's whole process group
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -203,3 +205,25 @@ class SoakStack:
 
 def _http_ok(url: str) -> bool:
     return httpx.get(url, timeout=2).status_code == 200
+
+
+def netcut_unavailable() -> str | None:
+    """Why this machine cannot cut a connection (the netcut fault), or None when it can."""
+    if os.geteuid() != 0:
+        return "the netcut fault needs root (iptables)"
+    if shutil.which("iptables") is None:
+        return "the netcut fault needs iptables"
+    probe = subprocess.run(["iptables", "-w", "-n", "-L", "INPUT"], capture_output=True, text=True, check=False)
+    return None if probe.returncode == 0 else f"iptables refused: {probe.stderr.strip()[:200]}"
+
+
+@contextlib.contextmanager
+def cut(port: int) -> Iterator[None]:
+    """Drop every packet to `port` on loopback while inside: the connections to it stay open and go silent, new
+    ones hang in their handshake, as a cable pulled between hosts looks (not a refusal: that is a restart)."""
+    rule = ["INPUT", "-i", "lo", "-p", "tcp", "--dport", str(port), "-j", "DROP"]
+    subprocess.run(["iptables", "-w", "-I", *rule], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["iptables", "-w", "-D", *rule], check=True)

@@ -1,8 +1,9 @@
-"""The 2-minute chaos soak (scripts/soak, tests/bench/soak.py) as a test: every fault kind once, in order, against
-real processes on loopback with the scripted model. It checks what must hold whatever the machine's load: no 500,
-an audit record for every request an API lived through, nothing left in the queue, never more generations than
-WORKER_SLOTS, memory flat, and a dependency that is back within a second costs latency, not answers. The share
-answered per window is printed, not asserted per window: on a loaded 2-core host a restart can take 10 s."""
+"""The chaos soak (scripts/soak, tests/bench/soak.py) as a test, about 2 minutes: each fault kind once, in order,
+against real processes on loopback with the scripted model. It checks what must hold whatever the machine's
+load: no 500, an audit record for every request an API lived through, nothing left in the queue, never more
+generations than WORKER_SLOTS, memory flat, and a dependency that is back within seconds costs latency, not
+answers. The share answered per window is printed, not asserted per window: on a loaded 2-core host a restart
+can take 10 s."""
 
 from __future__ import annotations
 
@@ -11,17 +12,21 @@ import random
 import pytest
 
 from tests.bench.soak import FAULTS, print_report, run
+from tests.bench.soak_stack import netcut_unavailable
 
 pytestmark = pytest.mark.integration
-SECONDS, FAULT_EVERY, CLIENTS = 120.0, 20.0, 6
-RIDES_THROUGH = ("worker", "redis", "mcp", "model_slow")  # back within a second: answers, not errors
+FAULT_EVERY, CLIENTS = 20.0, 6
+RIDES_THROUGH = ("worker", "redis", "mcp", "model_slow", "netcut")  # back within seconds: answers, not errors
 MEMORY_GROWTH_MB = 40.0
 
 
 def test_two_minutes_of_faults() -> None:
-    result = run(SECONDS, FAULT_EVERY, CLIENTS, random.Random(1), list(FAULTS))
+    why = netcut_unavailable()  # as scripts/soak: every kind this machine can apply (CI runs as root: all)
+    faults = [kind for kind in FAULTS if kind != "netcut" or why is None]
+    print(f"netcut left out: {why}" if why else "every fault kind")
+    result = run(FAULT_EVERY * len(faults), FAULT_EVERY, CLIENTS, random.Random(1), faults)
     print_report(result, 1)
-    assert [w[0] for w in result["windows"]] == list(FAULTS), "every fault kind was applied once"
+    assert [w[0] for w in result["windows"]] == faults, "every fault kind was applied once"
     assert result["http_500"] == 0, result["failures"]
     assert result["leftovers"] == {"slot_locks": 0, "queued_jobs": 0}
     assert result["gpu_peak"] <= result["slots"], "more generations at once than WORKER_SLOTS"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from redis.exceptions import AuthenticationError
+from redis.exceptions import AuthenticationError, BusyLoadingError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from agent.redisconn import RedisConfigError, connection_options, fix_hint, redacted
+from agent import redisconn
+from agent.redisconn import RedisConfigError, connection_options, fix_hint, redacted, ride_through, unreachable
 from agent.settings import Settings
 from agent_contract.secrets import SecretFileError
 
@@ -69,3 +72,42 @@ def test_empty_values_from_compose_mean_unset() -> None:
     empty = settings(redis_url="redis://q/0", redis_username="", redis_password_file="", redis_tls_ca_file="")
     assert empty.redis_tls_ca_file is None and empty.redis_password_file is None
     assert connection_options(empty) == {}
+
+
+@pytest.mark.parametrize(
+    ("exc", "away"),
+    [
+        (RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused."), True),
+        (RedisConnectionError("Connection closed by server."), True),
+        (BusyLoadingError("Redis is loading the dataset in memory"), True),
+        (RedisTimeoutError("Timeout connecting to server"), True),  # a network cut: nothing was sent
+        (RedisTimeoutError("Timeout reading from 127.0.0.1:6379"), False),  # the command may have run
+        (AuthenticationError("WRONGPASS invalid username-password pair"), False),
+        (ResponseError("NOSCRIPT"), False),
+    ],
+)
+def test_only_a_redis_that_is_away_counts_as_a_blip(exc: Exception, away: bool) -> None:
+    assert unreachable(exc) is away
+
+
+def failing(errors: list[Exception], answer: str = "ok") -> Callable[[], Awaitable[str]]:
+    async def call() -> str:
+        if errors:
+            raise errors.pop(0)
+        return answer
+
+    return call
+
+
+async def test_ride_through_tries_again_while_redis_is_away(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redisconn, "BACKOFF_FIRST", 0.001)
+    errors: list[Exception] = [RedisConnectionError("refused"), RedisTimeoutError("Timeout connecting to server")]
+    assert await ride_through(failing(errors), 5.0, "test") == "ok"
+    assert errors == []
+
+
+async def test_ride_through_raises_at_once_what_is_no_blip_and_after_its_wait() -> None:
+    with pytest.raises(RedisTimeoutError):
+        await ride_through(failing([RedisTimeoutError("Timeout reading from socket")]), 5.0, "test")
+    with pytest.raises(RedisConnectionError):
+        await ride_through(failing([RedisConnectionError("refused")] * 1000), 0.0, "test")

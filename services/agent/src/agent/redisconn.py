@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import structlog
 from redis.exceptions import AuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agent.settings import Settings
 from agent_contract.secrets import read_secret
@@ -81,14 +82,18 @@ def _tls_options(settings: Settings, scheme: str) -> dict[str, str]:
 
 
 def unreachable(exc: BaseException) -> bool:
-    """Redis is away (refused, reset, loading its AOF), as opposed to refusing us or failing the command."""
+    """Redis is away (refused, reset, loading its AOF, or silent while a connection was being opened: a network
+    cut), as opposed to refusing us or failing a command it was sent. redis-py says a connect timeout only in
+    the message of its TimeoutError; a timeout after a command went out is not a blip (it may have run)."""
+    if isinstance(exc, RedisTimeoutError):
+        return str(exc).startswith("Timeout connecting")
     return isinstance(exc, RedisConnectionError | ConnectionError) and not isinstance(exc, AuthenticationError)
 
 
 async def ride_through(call: Callable[[], Awaitable[T]], seconds: float, what: str) -> T:
     """Await `call()`; while Redis is unreachable, try again with backoff until `seconds` have passed, then raise the
     last error. Only for calls that may run twice: a reply lost with the connection means the command may have run.
-    A slow Redis (a timeout) or a refused credential is not a blip and raises at once."""
+    A command that timed out or a refused credential is not a blip and raises at once."""
     deadline = time.monotonic() + seconds
     pause = BACKOFF_FIRST
     while True:
