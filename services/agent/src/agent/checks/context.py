@@ -1,7 +1,7 @@
 """The figures of the client's own texts (questions, earlier answers, tool results it sent), each text indexed once.
 
 A client sends the whole conversation with every request. Scanning all of it for figures on every request made
-the grounding check cost grow with the conversation (issue 29: 58% of a request's CPU at 200 messages). Now
+the grounding check cost grow with the conversation (58% of a request's CPU at 200 messages). Now
 each text is scanned the first time it is seen and its figures kept in a bounded cache keyed by the text; a
 request reads the cache only when a figure of its answer is not found in its own tool results, and then only
 looks that figure up. The verdicts are those of one pool built from every text (docs/grounding.md).

@@ -3,8 +3,9 @@
 redis-py's command and pipeline path (pool checkout, retry and observability wrappers, reply callbacks) costs
 about 0.5 ms of Python per call on the 2-core hosts this runs on. The worker makes one such call per batch of
 tokens and one per claim, and the call in flight when a generation ends delays the next round's model request
-(issue 15), so these go out as one packed write and come back as raw replies. A connection error leaves the
-connection disconnected (a reply may still be on its way) and propagates; the caller decides what fails.
+(measured with scripts/bench-queue), so these go out as one packed write and come back as raw replies. A
+connection error leaves the connection disconnected (a reply may still be on its way) and propagates; the caller
+decides what fails.
 """
 
 from __future__ import annotations

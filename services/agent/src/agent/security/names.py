@@ -1,4 +1,4 @@
-"""User names from headers and tokens: checked, never repaired (issue 26, finding 1).
+"""User names from headers and tokens: checked, never repaired.
 
 A name is who the policy, the rate limit, the audit log and the MCP server's notes take the caller to be.
 Dropping an invisible character before the policy lookup made `bo\\u200bss@example.com` boss; so a name is
