@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from agent.backends.base import RoundRequest
-from agent.backends.openai_compat import openai_body
+from agent.backends.openai_body import openai_body
 from agent.loop.constrained import DECISION_LINE, catalogue, decision_schema, system_prompt
 from agent.loop.prompt import SYSTEM_PROMPT
 from agent.toolspec import ToolSpec

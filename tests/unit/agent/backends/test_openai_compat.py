@@ -11,7 +11,8 @@ from pydantic import SecretStr
 from agent.backends.base import RoundRequest
 from agent.backends.engine import direct_backend
 from agent.backends.ollama import OllamaBackend
-from agent.backends.openai_compat import OpenAICompatBackend, ToolCallParts, error_for, openai_body
+from agent.backends.openai_body import openai_body
+from agent.backends.openai_compat import OpenAICompatBackend, ToolCallParts, error_for
 from agent.errors import BadRequest, DependencyDown, ModelNotFound, UpstreamError
 from agent.settings import Settings
 

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from agent.backends.base import RoundRequest
-from agent.backends.openai_compat import openai_body
+from agent.backends.openai_body import openai_body
 from agent.errors import DependencyDown
 from agent.loop.constrained import DECISION_LINE, DECISION_MAX_TOKENS, InvalidDecision, decision_schema
 from agent.loop.engine import ToolLoop
