@@ -139,9 +139,7 @@ def cpu_seconds(proc: Proc) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(
-    fake_url: str, mcp_url: str, token: str, agent_env: dict[str, str], direct: tuple[str, Proc], n: int
-) -> None:
+def run(fake_url: str, mcp_url: str, token: str, agent_env: dict[str, str], direct: tuple[str, Proc], n: int) -> None:
     with ExitStack() as stack, queue_api(stack, agent_env) as queue, httpx.Client(timeout=60) as http:
         bridge_url = bridge(stack, fake_url, mcp_url, token)
         cases: dict[str, Call] = {
@@ -182,4 +180,5 @@ def report(added: dict[str, list[float]], cpu_per_round: dict[str, float], peer:
         return
     ratio = statistics.median(added["agent, queue mode"]) / statistics.median(added["ollama-mcp-bridge 0.12.2"])
     print("  (LiteLLM's proxy runs no tools: not the same work, not compared here)")
-    print(f"  tool round added, agent queue mode / best peer (ollama-mcp-bridge 0.12.2): {ratio:4.2f}x   (target <= 0.5x)")
+    print(f"  tool round added, agent queue mode / best peer (ollama-mcp-bridge 0.12.2): {ratio:4.2f}x", end="")
+    print("   (target <= 0.5x)")
