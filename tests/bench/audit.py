@@ -1,8 +1,9 @@
 """bench-audit: what the audit log's fsync costs the API, one fsync per record on the event loop vs group commit.
 
 C requests end at once, over and over, on one asyncio loop, each writing a chat-sized record (~0.7 KB) and
-waiting for it to be durable (timed from the moment it wants to write), as agent-api does: either `AuditLog.append` on the loop (an fsync per record, the
-loop blocked meanwhile) or `GroupCommit.append` (a writer thread; records waiting together share one fsync).
+waiting for it to be durable (timed from the moment it wants to write), as agent-api does: either
+`AuditLog.append` on the loop (an fsync per record, the loop blocked meanwhile), as the API did before, or
+`GroupCommit.append` (a writer thread; records waiting together share one fsync), as it does now.
 A ticker task beside them measures how late a 1 ms timer fires: the time every other request on the loop
 (streaming tokens, enqueueing rounds) stood still. Interleaved per repetition; the audit directory is on the
 disk the temporary directory is on (AUDIT_BENCH_DIR to choose another). Prints the load average: compare runs
