@@ -3,8 +3,8 @@
 Every record carries `seq` (1, 2, ...), `prev` (the previous record's `mac`, or GENESIS) and `mac` =
 HMAC-SHA256(AUDIT_KEY, canonical JSON of the record without `mac`). Editing, deleting, reordering or
 hand-writing a record breaks the chain at that line (`agent.security.audit_check.verify`); without the key a
-valid record cannot be forged. Appends take an exclusive lock and are fsync'ed one by one, so several
-processes may share the file. Rotation renames the file to `audit.jsonl.<first seq>` and the chain
+valid record cannot be forged. An append (one record, or a batch: agent.security.audit_commit) takes an
+exclusive lock, one write() and one fsync, so several processes may share the file. Rotation renames the file to `audit.jsonl.<first seq>` and the chain
 continues into the new file; retention deletes whole rotated files and records each deletion in the chain.
 A crash mid-write can leave only a partial last line: the next append cuts it off and records that it did.
 """
