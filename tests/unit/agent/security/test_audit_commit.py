@@ -80,6 +80,24 @@ async def test_records_ending_together_share_one_fsync_and_each_waits_for_its_ow
     assert verify(tmp_path, KEY).ok and verify(tmp_path, KEY).records == 11
 
 
+async def test_a_request_cancelled_while_its_record_waits_still_has_it_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that leaves cancels its request mid-write: the record was queued before the first await."""
+    fsync = FsyncDouble(tmp_path, [])
+    monkeypatch.setattr(audit.os, "fsync", fsync)
+    commit = GroupCommit(AuditLog(tmp_path, KEY))
+    fsync.hold.clear()
+    waiting = asyncio.create_task(commit.append({"event": "request", "request_id": "left"}))
+    assert await asyncio.to_thread(fsync.entered.wait, 10)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    fsync.hold.set()
+    commit.close()
+    assert ids_in(tmp_path) == {"left"} and verify(tmp_path, KEY).ok
+
+
 async def test_a_failed_write_reaches_every_waiter_and_the_writer_goes_on(tmp_path: Path) -> None:
     (tmp_path / "not-a-dir").write_text("")
     commit = GroupCommit(AuditLog(tmp_path / "not-a-dir", KEY))

@@ -7,6 +7,7 @@ that must stay open for probes and scrapes are listed in OPEN_PATHS.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import AsyncIterator
@@ -164,18 +165,20 @@ def _base_record(request: Request, status: int, error: str | None) -> dict[str, 
 
 
 async def _write(request: Request, record: dict[str, Any]) -> None:
-    """Returns once the record is durable (its fsync returned): the response ends only after it."""
+    """Returns once the records are durable (their fsync returned): the response ends only after it. They are
+    queued before the first await, so a request cancelled while it waits (its client gone) still has its record."""
     request.state.audited = True
     security: Security = request.app.state.security
-    for summary in security.flood.due():
-        await _append(security, summary)
-    await _append(security, capped(record))
+    pending = security.commit.submit([*security.flood.due(), capped(record)])
+    for future in pending:
+        future.add_done_callback(_failed)
+    await asyncio.wait(pending)
 
 
-async def _append(security: Security, record: dict[str, Any]) -> None:
-    try:
-        await security.commit.append(record)
-    except Exception as exc:  # the answer is already out: make the failure loud (metric, error log) instead
+def _failed(future: asyncio.Future[dict[str, Any]]) -> None:
+    """The answer is already out: a record that could not be written is made loud (metric, error log) instead."""
+    exc = None if future.cancelled() else future.exception()
+    if exc is not None:
         metrics.AUDIT_FAILURES.inc()
         log.error("audit_write_failed", error=f"{type(exc).__name__}: {exc}")
 

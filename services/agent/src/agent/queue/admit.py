@@ -1,10 +1,11 @@
 """The API's enqueue: a round's RQ job hash, saved and admitted by one Lua script in one Redis round trip.
 
 The job is RQ's own: the hash holds the fields RQ's `Queue.enqueue_job` writes for it, `data` being RQ's
-JSONSerializer text of (function, instance, args, kwargs), compressed, so `rq info`, RQ's `Job.fetch` and the worker's `rq_adapter.job_args` read it as before;
-tests/integration/test_rq_adapter.py pins the hash against the installed RQ's. Building it here instead of
-through RQ's Queue and Job objects, and sending one EVALSHA instead of a MULTI/EXEC of RQ's seven commands, took
-the enqueue of a 15 KB round from 1.1 ms to a fraction of that (scripts/bench-queue prints it).
+JSONSerializer text of (function, instance, args, kwargs), compressed, so `rq info`, RQ's `Job.fetch` and the
+worker's `rq_adapter.job_args` read it as before; tests/integration/test_rq_adapter.py pins the hash against the
+installed RQ's. Building it here instead of through RQ's Queue and Job objects (and without RoundRequest.to_dict's
+deep copy), and sending one EVALSHA instead of a MULTI/EXEC of RQ's seven commands, took the enqueue of a 15 KB
+round from 1.1 ms to 0.4 ms (scripts/bench-queue prints it).
 
 The script admits the round only while both user queues hold fewer than the limit (MAX_QUEUE_DEPTH; a client
 task round only while no user round waits; -1 for a retried round, admitted once already), and writes the hash

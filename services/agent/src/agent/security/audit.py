@@ -4,8 +4,9 @@ Every record carries `seq` (1, 2, ...), `prev` (the previous record's `mac`, or 
 HMAC-SHA256(AUDIT_KEY, canonical JSON of the record without `mac`). Editing, deleting, reordering or
 hand-writing a record breaks the chain at that line (`agent.security.audit_check.verify`); without the key a
 valid record cannot be forged. An append (one record, or a batch: agent.security.audit_commit) takes an
-exclusive lock, one write() and one fsync, so several processes may share the file. Rotation renames the file to `audit.jsonl.<first seq>` and the chain
-continues into the new file; retention deletes whole rotated files and records each deletion in the chain.
+exclusive lock, one write() and one fsync, so several processes may share the file. Rotation renames the file
+to `audit.jsonl.<first seq>` and the chain continues into the new file; retention deletes whole rotated files and
+records each deletion in the chain.
 A crash mid-write can leave only a partial last line: the next append cuts it off and records that it did.
 """
 

@@ -30,21 +30,27 @@ class GroupCommit:
         self._closed = False
         self._thread: threading.Thread | None = None
 
-    async def append(self, record: dict[str, Any]) -> dict[str, Any]:
-        """Seal and durably write the record; returns it once its fsync returned (raises what the write raised).
-        Cancelling the caller does not take the record back: it is written all the same."""
+    def submit(self, records: list[dict[str, Any]]) -> list[asyncio.Future[dict[str, Any]]]:
+        """Queue the records, in order, for the writer thread: no await, so a caller cancelled right after still has
+        them written. Each future is done once its record is durable (its fsync returned), or with the error."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        futures: list[asyncio.Future[dict[str, Any]]] = [loop.create_future() for _ in records]
         with self._ready:
             closed = self._closed
             if not closed:
-                self._waiting.append((record, loop, future))
+                self._waiting.extend((record, loop, future) for record, future in zip(records, futures, strict=True))
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
                     self._thread.start()
                 self._ready.notify()
         if closed:  # a request that outlived the shutdown: written the slow way, not lost
-            return self.log.append(record)
+            self._commit([(record, loop, future) for record, future in zip(records, futures, strict=True)], now=True)
+        return futures
+
+    async def append(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Seal and durably write the record; returns it once its fsync returned (raises what the write raised).
+        Cancelling the caller does not take the record back: it is written all the same."""
+        (future,) = self.submit([record])
         return await asyncio.shield(future)
 
     def close(self) -> None:
@@ -67,15 +73,21 @@ class GroupCommit:
                     return
             self._commit(batch)
 
-    def _commit(self, batch: list[_Waiter]) -> None:
+    def _commit(self, batch: list[_Waiter], now: bool = False) -> None:
+        """Write the batch; settle its futures on their loops (`now`: this is that loop's thread)."""
+        tell = _settle_now if now else _tell
         try:
             sealed = self.log.append_many([record for record, _, _ in batch])
         except Exception as exc:  # every request of the batch hears of it (AUDIT_FAILURES, an error log)
             for _, loop, future in batch:
-                _tell(loop, _fail, future, exc)
+                tell(loop, _fail, future, exc)
             return
         for (_, loop, future), record in zip(batch, sealed, strict=True):
-            _tell(loop, _settle, future, record)
+            tell(loop, _settle, future, record)
+
+
+def _settle_now(loop: asyncio.AbstractEventLoop, how: Any, future: asyncio.Future[dict[str, Any]], what: Any) -> None:
+    how(future, what)
 
 
 def _tell(loop: asyncio.AbstractEventLoop, how: Any, future: asyncio.Future[dict[str, Any]], what: Any) -> None:
