@@ -7,7 +7,7 @@ import json
 import time
 import zlib
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis.asyncio as aioredis
@@ -36,6 +36,11 @@ def long_request() -> RoundRequest:
     turns = [{"role": "user", "content": f"Müşteri C{i} için işlemler: çğıöşü — ₺ 1.234,50 ✓ {i}"} for i in range(300)]
     tool = {"type": "function", "function": {"name": "müşteri_bul", "parameters": {"type": "object"}}}
     return RoundRequest("qwen3:4b", turns, [tool], {"num_ctx": 8192}, think=False, request_id="r-ş", round=2)
+
+
+def job_hash(conn: Redis, job_id: str) -> dict[bytes, bytes]:
+    """The job's saved hash, as the worker's claim reads it (a client without decode_responses: bytes)."""
+    return cast(dict[bytes, bytes], conn.hgetall(keys.rq_job_key(job_id)))
 
 
 @pytest.fixture
@@ -68,7 +73,7 @@ async def test_push_saves_the_job_rq_itself_would_save(conn: Redis, aconn: aiore
         description="t",
     )
     queue.enqueue_job(job)  # RQ's own pipeline, executed by RQ on the sync client
-    ours, rqs = conn.hgetall(keys.rq_job_key("ours")), conn.hgetall(keys.rq_job_key("rqs"))
+    ours, rqs = job_hash(conn, "ours"), job_hash(conn, "rqs")
     assert zlib.decompress(ours.pop(b"data")) == zlib.decompress(rqs.pop(b"data"))  # RQ's JSON text, byte for byte
     assert {k: v for k, v in ours.items() if k not in TIMESTAMPS} == {
         k: v for k, v in rqs.items() if k not in TIMESTAMPS
@@ -87,7 +92,7 @@ async def test_rq_and_the_worker_read_a_pushed_round_back_exactly(conn: Redis, a
     assert (job.func_name, job.timeout, job.ttl, job.origin) == (rq_adapter.JOB_FUNCTION, 60, 60, keys.QUEUE_CONTINUING)
     assert (job.result_ttl, job.failure_ttl, job.description, job.get_status()) == (60, 3600, "t", "queued")
     assert Queue(keys.QUEUE_CONTINUING, connection=conn, serializer=JSONSerializer).job_ids == ["j1"]
-    request_dict, enqueued_at, job_id = rq_adapter.job_args("j1", conn.hgetall(keys.rq_job_key("j1")))
+    request_dict, enqueued_at, job_id = rq_adapter.job_args("j1", job_hash(conn, "j1"))
     assert RoundRequest.from_dict(request_dict) == request == RoundRequest.from_dict(job.args[0])
     assert (enqueued_at, job_id) == (1733.25, "j1")
 

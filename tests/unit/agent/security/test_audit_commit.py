@@ -16,7 +16,6 @@ import pytest
 from pydantic import SecretStr
 
 from agent.api.app import create_app
-from agent.security import audit
 from agent.security.audit import CURRENT, AuditLog
 from agent.security.audit_check import verify
 from agent.security.audit_commit import GroupCommit
@@ -54,7 +53,7 @@ async def test_records_ending_together_share_one_fsync_and_each_waits_for_its_ow
 ) -> None:
     events: list[tuple[str, Any]] = []
     fsync = FsyncDouble(tmp_path, events)
-    monkeypatch.setattr(audit.os, "fsync", fsync)
+    monkeypatch.setattr(os, "fsync", fsync)
     commit = GroupCommit(AuditLog(tmp_path, KEY))
 
     async def request(name: str) -> None:
@@ -85,7 +84,7 @@ async def test_a_request_cancelled_while_its_record_waits_still_has_it_written(
 ) -> None:
     """A client that leaves cancels its request mid-write: the record was queued before the first await."""
     fsync = FsyncDouble(tmp_path, [])
-    monkeypatch.setattr(audit.os, "fsync", fsync)
+    monkeypatch.setattr(os, "fsync", fsync)
     commit = GroupCommit(AuditLog(tmp_path, KEY))
     fsync.hold.clear()
     waiting = asyncio.create_task(commit.append({"event": "request", "request_id": "left"}))
@@ -124,7 +123,7 @@ async def test_a_response_ends_only_after_its_record_is_fsynced(
     )
     app = create_app(settings, backend=ScriptedBackend(["hello there"]), toolbox=MemoryToolBox())  # type: ignore[arg-type]
     events: list[tuple[str, Any]] = []
-    monkeypatch.setattr(audit.os, "fsync", FsyncDouble(tmp_path, events))
+    monkeypatch.setattr(os, "fsync", FsyncDouble(tmp_path, events))
 
     async def observed(scope: Any, receive: Any, send: Any) -> None:
         async def noted(message: Any) -> None:
@@ -165,7 +164,7 @@ asyncio.run(main())
 
 
 def test_a_writer_killed_with_sigkill_loses_no_acknowledged_record(tmp_path: Path) -> None:
-    acked = []
+    acked: list[str] = []
     cmd = [sys.executable, "-c", KILLED_WRITER, str(tmp_path)]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as proc:
         assert proc.stdout is not None
