@@ -104,3 +104,12 @@ async def test_push_works_on_a_redis_that_forgot_the_script(conn: Redis, aconn: 
     assert (await admit.push(aconn, spec("b"), keys.QUEUE_NEW, 5, False)).depth == 2
     assert (await admit.push(aconn, spec("c"), keys.QUEUE_NEW, 5, False)).depth == 3
     assert conn.lrange(keys.rq_queue_key(keys.QUEUE_NEW), 0, -1) == [b"a", b"b", b"c"]
+
+
+async def test_the_job_names_the_function_rq_adapter_names_at_push_time(
+    conn: Redis, aconn: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """scripts/bench-queue --rq points the jobs at RQ's own worker function by setting rq_adapter.JOB_FUNCTION."""
+    monkeypatch.setattr(rq_adapter, "JOB_FUNCTION", "tests.bench.rq_round.run_round")
+    assert (await admit.push(aconn, spec("b"), keys.QUEUE_NEW, 5, False)).admitted
+    assert Job.fetch("b", connection=conn, serializer=JSONSerializer).func_name == "tests.bench.rq_round.run_round"

@@ -30,8 +30,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError
 
 from agent.backends.base import RoundRequest
-from agent.queue import keys, wire
-from agent.queue.rq_adapter import FAILURE_TTL, JOB_FUNCTION, RESULT_TTL
+from agent.queue import keys, rq_adapter, wire
 
 NO_LIMIT = -1
 _FIELDS = tuple(f.name for f in dataclasses.fields(RoundRequest))
@@ -106,13 +105,13 @@ def job_fields(spec: JobSpec, queue: str, at: datetime | None = None) -> list[An
     """The job hash RQ's enqueue_job writes for this job, as field, value, field, value…"""
     stamp = (at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # RQ's utcformat
     # RQ's JSONSerializer text, compressed as RQ does but at level 1: a third of level 6's CPU, a little larger
-    data = zlib.compress(json.dumps([JOB_FUNCTION, None, list(spec.args), {}]).encode(), 1)
+    data = zlib.compress(json.dumps([rq_adapter.JOB_FUNCTION, None, list(spec.args), {}]).encode(), 1)
     empty = ("success_callback_name", "failure_callback_name", "stopped_callback_name", "started_at", "ended_at")
     return [
         "created_at", stamp, "data", data,
         *(item for name in (*empty, "last_heartbeat", "worker_name", "group_id") for item in (name, "")),
         "origin", queue, "description", spec.description, "enqueued_at", stamp,
-        "timeout", spec.timeout, "result_ttl", RESULT_TTL, "failure_ttl", FAILURE_TTL,
+        "timeout", spec.timeout, "result_ttl", rq_adapter.RESULT_TTL, "failure_ttl", rq_adapter.FAILURE_TTL,
         "status", "queued", "ttl", spec.ttl,
     ]  # fmt: skip
 
