@@ -18,7 +18,7 @@ import redis
 import redis.asyncio as aioredis
 
 from agent.backends.base import RoundRequest
-from agent.queue import keys, rq_adapter
+from agent.queue import admit, keys, rq_adapter
 from agent.queue.dispatch import Claim, Dispatcher
 from agent.queue.jobs import SENDING, Runtime, execute_round, mark_sent, run_round
 from agent.queue.writer import EventWriter, GpuLock, RoundControl
@@ -54,12 +54,10 @@ async def conn(queue_redis: RedisServer, sync: redis.Redis) -> AsyncIterator[aio
 async def push(sync: redis.Redis, queue: str, text: str, enqueued_at: float = 1.5) -> str:
     """Queue a round as the API does (RQ job hash + admitting push, on an asyncio client); returns its job id."""
     request = RoundRequest("qwen3:4b", [{"role": "user", "content": text}], None, {}, request_id=text)
-    spec = rq_adapter.JobSpec(
-        f"job-{text}", (request.to_dict(), enqueued_at, f"job-{text}"), 60, 600, f"round of {text}"
-    )
+    spec = admit.JobSpec(f"job-{text}", (request.to_dict(), enqueued_at, f"job-{text}"), 60, 600, f"round of {text}")
     client = aioredis.Redis(port=sync.connection_pool.connection_kwargs["port"])
     try:
-        admission = await rq_adapter.push(client, rq_adapter.admitting_queues(sync, 100)[queue, True], spec, False)
+        admission = await admit.push(client, spec, queue, 100, False)
     finally:
         await client.aclose()
     assert admission.admitted
