@@ -70,6 +70,19 @@ class Supervisor:
         if self.child is not None and self.child.poll() is None:
             self.child.send_signal(signal.SIGTERM)
 
+    def start(self) -> subprocess.Popen[bytes] | None:
+        """The next app process, or None when stopping got there first (the socket is closed)."""
+        try:
+            child = subprocess.Popen(self.command(), pass_fds=(self.fd, self.alive_read))
+        except OSError:
+            if self.stopping.is_set():
+                return None
+            raise
+        self.child = child
+        if self.stopping.is_set():  # stopped between the loop's check and the start
+            child.send_signal(signal.SIGTERM)
+        return child
+
     def run(self) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, self.stop)
@@ -77,15 +90,10 @@ class Supervisor:
         first = True
         while not self.stopping.is_set():
             started = time.monotonic()
-            try:
-                self.child = subprocess.Popen(self.command(), pass_fds=(self.fd, self.alive_read))
-            except OSError:
-                if self.stopping.is_set():  # stopped while starting it: the socket is already closed
-                    return 0
-                raise
-            if self.stopping.is_set():  # stopped between the check and the start
-                self.child.send_signal(signal.SIGTERM)
-            status = self.child.wait()
+            child = self.start()
+            if child is None:
+                return 0
+            status = child.wait()
             if self.stopping.is_set():
                 return status if status > 0 and status not in START_FAILED else 0
             if status in START_FAILED and first:
@@ -95,12 +103,11 @@ class Supervisor:
             young = young + 1 if lived < YOUNG_SECONDS else 0
             start_failures = start_failures + 1 if status in START_FAILED else 0
             if start_failures >= RESTART_LIMIT:
-                log.error("api_given_up", pid=self.child.pid, cause=cause(status), failures=start_failures)
+                log.error("api_given_up", pid=child.pid, cause=cause(status), failures=start_failures)
                 return status
             delay = BACKOFF_SECONDS[min(young, len(BACKOFF_SECONDS) - 1)]
-            log.error(
-                "api_process_exited", pid=self.child.pid, cause=cause(status), lived_s=round(lived, 1), restart_in_s=delay
-            )
+            lived_s = round(lived, 1)
+            log.error("api_process_exited", pid=child.pid, cause=cause(status), lived_s=lived_s, restart_in_s=delay)
             self.stopping.wait(delay)
         return 0
 
