@@ -84,8 +84,17 @@ class Supervisor:
         return child
 
     def run(self) -> int:
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, self.stop)
+        previous = {signum: signal.signal(signum, self.stop) for signum in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            return self.keep_serving()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            self.sock.close()
+            os.close(self.alive_read)
+            os.close(self.alive_write)
+
+    def keep_serving(self) -> int:
         young = start_failures = 0
         first = True
         while not self.stopping.is_set():
