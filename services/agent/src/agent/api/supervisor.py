@@ -30,10 +30,10 @@ from types import FrameType
 import structlog
 
 from agent.api.server import STARTUP_FAILURE
+from agent.cli import EXIT_USAGE
 
 log = structlog.get_logger("agent.api.supervisor")
-EXIT_USAGE = 2  # agent.cli.EXIT_USAGE: a setting, secret or file the app refused at start-up
-START_FAILED = (EXIT_USAGE, STARTUP_FAILURE)
+START_FAILED = (EXIT_USAGE, STARTUP_FAILURE)  # a setting, secret or file refused; the app's start-up failed
 BACKOFF_SECONDS = (0.0, 0.0, 1.0, 2.0, 5.0, 10.0, 30.0)  # by how many app processes in a row died young
 YOUNG_SECONDS = 60.0  # an app process that dies sooner counts towards the backoff
 RESTART_LIMIT = 5  # start-up failures in a row after which a restarted app is given up
