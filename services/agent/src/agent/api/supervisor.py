@@ -4,7 +4,7 @@ A killed app process (the OOM killer, a native crash) must cost users latency, n
 open here while the app process starts again, so a client that connects meanwhile waits in the listen backlog
 and is served by the next process instead of being refused. Only the requests the dead process held are lost.
 
-- The app process is `python -m agent --listen-fd N --parent-fd M`: the same `agent-api` start-up (settings,
+- The app process is `python -P -m agent --listen-fd N --parent-fd M`: the same `agent-api` start-up (settings,
   secrets, the app) on the inherited socket. The parent fd is a pipe's read end: when the supervisor dies
   (a container kill), it reads end-of-file and stops, so no orphan keeps the port.
 - The first app process failing at start-up (a config error: exit 2, or uvicorn's 3) ends the supervisor with
@@ -59,7 +59,9 @@ class Supervisor:
         self.alive_read, self.alive_write = os.pipe()  # the write end is never inherited: EOF when we die
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "agent", "--listen-fd", str(self.fd), "--parent-fd", str(self.alive_read)]
+        # -P: the working directory is not put on sys.path, so a folder named `agent` there cannot stand in
+        app = [sys.executable, "-P", "-m", "agent"]
+        return [*app, "--listen-fd", str(self.fd), "--parent-fd", str(self.alive_read)]
 
     def stop(self, signum: int, _frame: FrameType | None) -> None:
         """Close the socket (new clients are refused once the app's copy closes too) and drain the app."""
