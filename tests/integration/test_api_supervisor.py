@@ -108,3 +108,17 @@ def test_sigterm_lets_an_open_stream_finish_then_everything_exits(ollama: FakeOl
         assert gone(app)
         with pytest.raises(httpx.ConnectError):
             httpx.get(f"{url}/healthz", timeout=5)
+
+
+def test_an_app_process_whose_supervisor_was_killed_stops_and_frees_the_port(
+    ollama: FakeOllama, mcp_server: McpServer
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with running(["agent-api"], env=agent_env(ollama.url, mcp_server, port), ready_url=f"{url}/healthz") as proc:
+        app = app_pid(proc)
+        assert app is not None
+        proc.kill(signal.SIGKILL)  # the supervisor alone
+        wait_until(lambda: gone(app), timeout=START_TIMEOUT, what="the orphaned app process stopped")
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{url}/healthz", timeout=5)
