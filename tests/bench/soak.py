@@ -2,7 +2,9 @@
 
 Clients (OpenAI API, streaming and not, questions with and without a tool call) run for the whole soak while a
 fault schedule hits the stack (tests/bench/soak_stack.py) every FAULT_EVERY seconds: SIGKILL of agent-worker,
-agent-api or mcp-server and Redis (AOF on), each started again about a second later as a restart policy does;
+mcp-server and Redis (AOF on), each started again about a second later as a restart policy does; SIGKILL of
+agent-api's app process (`api`: its supervisor starts it again) or of all of agent-api (`api-container`, as
+`docker kill`: started again a second later, and not among the kinds drawn unless --faults names it);
 the model server slow for a while; the model server hung (its requests never answer); a network cut between Redis
 and every other part for a few seconds (its packets dropped, where iptables allows). Then it prints requests,
 the share answered per fault window and overall, latency, 5xx by kind, audit records against requests, the
@@ -46,8 +48,11 @@ SCRIPT: dict[str, Any] = {
 RESTART_AFTER = 1.0  # s from a kill to the restart, as `restart: unless-stopped` does
 SETTLE = 2.0  # s a fault window lasts past the part being back
 REFUSED_PAUSE = 1.0  # s a client waits after its request found no agent-api
-KILLS = ("worker", "api", "mcp", "redis")
-FAULTS = (*KILLS, "model_slow", "model_hung", "netcut")
+KILLS = {"worker": "worker", "mcp": "mcp", "redis": "redis", "api-container": "api"}  # fault: the part killed whole
+FAULTS = ("worker", "api", "mcp", "redis", "model_slow", "model_hung", "netcut", "api-container")
+# A whole agent-api killed is an outage of the one replica (refused until it is back): measured apart, on demand.
+ON_DEMAND = ("api-container",)
+API_KILLS = ("api", "api-container")  # faults that kill the process holding requests: they cannot be audited
 NETCUT_SECONDS = 3.0  # how long Redis is cut off from every other part (its packets dropped, not refused)
 
 
@@ -106,10 +111,12 @@ class Soak:
     def inject(self, fault: str) -> float:
         """Apply one fault and undo it; returns when the stack had recovered from it."""
         if fault in KILLS:
-            part = self.stack.parts[fault]
+            part = self.stack.parts[KILLS[fault]]
             part.kill()
             time.sleep(RESTART_AFTER)
             return part.start()
+        if fault == "api":
+            return self.stack.crash_app()
         if fault == "netcut":
             with cut(self.stack.ports["redis"]):
                 time.sleep(NETCUT_SECONDS)
@@ -195,7 +202,7 @@ def report(soak: Soak, before: dict[str, float], after: dict[str, float]) -> dic
 
 def _api_killed_during(outcome: Outcome, windows: list[Window]) -> bool:
     """The API process died while it held this request: it could not write the request's audit record."""
-    return any(w.fault == "api" and outcome.start < w.end and outcome.end > w.start for w in windows)
+    return any(w.fault in API_KILLS and outcome.start < w.end and outcome.end > w.start for w in windows)
 
 
 def print_report(result: dict[str, Any], seed: int) -> None:
@@ -228,6 +235,11 @@ def quiesce(stack: SoakStack, limit: float = 120.0) -> None:
         time.sleep(0.5)
 
 
+def default_faults() -> list[str]:
+    """Every kind this machine can apply (netcut needs iptables), but the on-demand ones."""
+    return [k for k in FAULTS if k not in ON_DEMAND and (k != "netcut" or not netcut_unavailable())]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/soak", description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0)
@@ -235,12 +247,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=6)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
-        "--faults", default="", help=f"kinds to draw from, in order if --in-order: {FAULTS} (default: all it can)"
+        "--faults",
+        default="",
+        help=f"kinds to draw from, in order if --in-order: {FAULTS} (default: all it can but {ON_DEMAND})",
     )
     parser.add_argument("--in-order", action="store_true", help="apply --faults in the order given, cycling")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object too")
     args = parser.parse_args(argv)
-    kinds = [k for k in args.faults.split(",") if k] or [k for k in FAULTS if k != "netcut" or not netcut_unavailable()]
+    kinds = [k for k in args.faults.split(",") if k] or default_faults()
     unknown = set(kinds) - set(FAULTS)
     if unknown:
         parser.error(f"unknown fault kinds {sorted(unknown)}; known: {FAULTS}")

@@ -3,6 +3,7 @@
 Parts: redis-server (AOF everysec, noeviction: the queue's settings), the scripted Ollama, mcp-server, agent-api
 (the GPU queue, as shipped) and agent-worker. Each keeps its port and data across restarts, as a compose service
 with `restart: unless-stopped` does; a kill takes the part's whole process group (a container's processes).
+agent-api's app process can also be killed alone (`crash_app`): its supervisor starts it again.
 """
 
 from __future__ import annotations
@@ -68,6 +69,12 @@ class Part:
             except subprocess.TimeoutExpired:
                 self.kill()
 
+    def app_pid(self) -> int | None:
+        """agent-api's app process: the child of its supervisor (agent.api.supervisor), None while there is none."""
+        if self.popen is None or self.popen.poll() is not None:
+            return None
+        return next((pid for pid in _group(self.popen.pid) if _parent(pid) == self.popen.pid), None)
+
     def rss_mb(self) -> float:
         """Resident memory of the part's processes (its group), in MB."""
         if self.popen is None or self.popen.poll() is not None:
@@ -80,6 +87,14 @@ class Part:
                 continue
             total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
         return total / 1024
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])  # after "pid (comm) state": the parent's pid
 
 
 def _group(pgid: int) -> list[int]:
@@ -182,6 +197,21 @@ class SoakStack:
     def stop(self) -> None:
         for name in ("worker", "api", "mcp", "ollama", "redis"):
             self.parts[name].stop()
+
+    def crash_app(self) -> float:
+        """SIGKILL agent-api's app process alone (the OOM killer, a native crash) and wait until the process its
+        supervisor starts instead answers; returns the time it did."""
+        api = self.parts["api"]
+        old = api.app_pid()
+        assert old is not None, "agent-api has no app process"
+        os.kill(old, signal.SIGKILL)
+
+        def back() -> bool:
+            new = api.app_pid()
+            return new is not None and new != old and _http_ok(f"{self.api_url}/healthz")
+
+        wait_until(back, timeout=START_TIMEOUT, what="agent-api's app process started again")
+        return time.time()
 
     def script(self, **behaviour: object) -> None:
         httpx.post(f"{self.ollama_url}/_fake/script", json=behaviour, timeout=10).raise_for_status()

@@ -1,7 +1,12 @@
-"""`agent-api`: serve the agent's HTTP API with uvicorn (settings from the environment)."""
+"""`agent-api`: serve the agent's HTTP API with uvicorn (settings from the environment).
+
+`agent-api` binds the port and supervises (agent.api.supervisor); the supervisor runs this same module with
+`--listen-fd` as the app process that serves on the socket it inherited.
+"""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 
 from agent import cli
@@ -10,11 +15,28 @@ DESCRIPTION = """Serve the OpenAI- and Ollama-compatible agent API. Configured b
 (AGENT_HOST, AGENT_PORT, OLLAMA_URL, OLLAMA_MODEL, MCP_URL, MODEL_BACKEND, ...): docs/configuration.md."""
 
 
-def serve() -> int:
+def supervise() -> int:
+    """Bind the port (a busy one is a one-line error) and keep an app process serving on it."""
+    from agent.api.server import PortBusy, bind
+    from agent.api.supervisor import supervise as run_supervisor
+    from agent.settings import get_settings
+    from agent_contract.logs import configure
+
+    settings = get_settings()
+    configure(settings.log_level)
+    try:
+        sock = bind(settings)
+    except PortBusy as exc:
+        raise cli.UsageError(str(exc)) from exc
+    return run_supervisor(sock)
+
+
+def serve(listen_fd: int, parent_fd: int | None) -> int:
+    """The app process: check the configuration, build the app, serve on the inherited socket."""
     import structlog
 
     from agent.api.app import create_app
-    from agent.api.server import PortBusy, bind
+    from agent.api.server import adopt
     from agent.api.server import serve as serve_app
     from agent.redisconn import connection_options
     from agent.settings import get_settings
@@ -27,17 +49,22 @@ def serve() -> int:
         if settings.model_backend == "queue" or settings.rate_limit_backend == "redis":
             connection_options(settings)  # the same for REDIS_PASSWORD_FILE and the TLS files
         app = create_app(settings)
-        sock = bind(settings)
-    except (ValueError, PortBusy) as exc:  # PolicyError, SecretFileError, an unreadable audit key, a busy port
+    except ValueError as exc:  # PolicyError, SecretFileError, an unreadable audit key
         structlog.get_logger("agent").error("config_refused", error=str(exc))
         raise cli.UsageError(str(exc)) from exc
-    serve_app(app, settings, sock)
+    serve_app(app, settings, adopt(listen_fd, parent_fd))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    cli.parser("agent-api", DESCRIPTION).parse_args(argv)
-    return cli.run("agent-api", serve)
+    parser = cli.parser("agent-api", DESCRIPTION)
+    # Set only by the supervisor, for the app process: not part of the command's interface.
+    parser.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--parent-fd", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.listen_fd is None:
+        return cli.run("agent-api", supervise)
+    return cli.run("agent-api", lambda: serve(args.listen_fd, args.parent_fd))
 
 
 if __name__ == "__main__":

@@ -4,14 +4,18 @@ One place for the server's options, so the one-machine command and the service b
 (not uvloop, installed for agent-worker), half-sent requests cut after REQUEST_READ_TIMEOUT_SECONDS, the
 socket peer as the client (X-Forwarded-For is read only from TRUSTED_PROXIES). The port is bound before the
 caller says "serving": a busy port is a one-line error naming AGENT_PORT, not a failure after the banner.
+`agent-api` binds in its supervisor (agent.api.supervisor) and serves in an app process that adopts the socket.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import os
+import signal
 import socket
 import sys
+import threading
 from typing import Any
 
 from agent.settings import Settings
@@ -44,6 +48,24 @@ def bind(settings: Settings) -> socket.socket:
         ) from exc
     sock.set_inheritable(True)
     return sock
+
+
+def adopt(listen_fd: int, parent_fd: int | None) -> socket.socket:
+    """The listening socket an app process inherited from agent-api's supervisor (agent.api.supervisor).
+
+    `parent_fd` is the read end of a pipe whose write end only the supervisor holds: end-of-file means the
+    supervisor is gone, and this process stops gracefully rather than keep the port as an orphan.
+    """
+    if parent_fd is not None:
+
+        def stop_when_orphaned() -> None:
+            with contextlib.suppress(OSError):
+                while os.read(parent_fd, 1):
+                    pass
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=stop_when_orphaned, name="supervisor-watch", daemon=True).start()
+    return socket.socket(fileno=listen_fd)
 
 
 def serve(app: Any, settings: Settings, sock: socket.socket) -> None:

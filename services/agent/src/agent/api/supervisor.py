@@ -1,0 +1,128 @@
+"""`agent-api`'s supervisor: it owns the listening socket and keeps one app process serving on it.
+
+A killed app process (the OOM killer, a native crash) must cost users latency, not answers. The socket stays
+open here while the app process starts again, so a client that connects meanwhile waits in the listen backlog
+and is served by the next process instead of being refused. Only the requests the dead process held are lost.
+
+- The app process is `python -P -m agent --listen-fd N --parent-fd M`: the same `agent-api` start-up (settings,
+  secrets, the app) on the inherited socket. The parent fd is a pipe's read end: when the supervisor dies
+  (a container kill), it reads end-of-file and stops, so no orphan keeps the port.
+- The first app process failing at start-up (a config error: exit 2, or uvicorn's 3) ends the supervisor with
+  that status and adds no line to the app's one-line error: a config error is not a restart loop.
+- Any other exit is restarted: at once, and after 1, 2, 5, 10, 30 s when the second, third... in a row
+  died young (within YOUNG_SECONDS); each exit is logged with its cause. After RESTART_LIMIT start-up
+  failures in a row the supervisor gives up with that status (the container's restart policy takes over).
+- SIGTERM or SIGINT: the socket is closed here and SIGTERM sent to the app process, which finishes its open
+  requests (uvicorn's graceful shutdown); the supervisor exits when it has.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from types import FrameType
+
+import structlog
+
+from agent.api.server import STARTUP_FAILURE
+from agent.cli import EXIT_USAGE
+
+log = structlog.get_logger("agent.api.supervisor")
+START_FAILED = (EXIT_USAGE, STARTUP_FAILURE)  # a setting, secret or file refused; the app's start-up failed
+BACKOFF_SECONDS = (0.0, 0.0, 1.0, 2.0, 5.0, 10.0, 30.0)  # by how many app processes in a row died young
+YOUNG_SECONDS = 60.0  # an app process that dies sooner counts towards the backoff
+RESTART_LIMIT = 5  # start-up failures in a row after which a restarted app is given up
+
+
+def cause(status: int) -> str:
+    """`signal SIGKILL` or `status 1`: how an app process ended, for the log."""
+    if status < 0:
+        try:
+            return f"signal {signal.Signals(-status).name}"
+        except ValueError:
+            return f"signal {-status}"
+    return f"status {status}"
+
+
+class Supervisor:
+    """Runs app processes on `sock` one after another until stopped; `run()` returns the exit status."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.fd = sock, sock.fileno()
+        self.stopping = threading.Event()
+        self.child: subprocess.Popen[bytes] | None = None
+        self.alive_read, self.alive_write = os.pipe()  # the write end is never inherited: EOF when we die
+
+    def command(self) -> list[str]:
+        # -P: the working directory is not put on sys.path, so a folder named `agent` there cannot stand in
+        app = [sys.executable, "-P", "-m", "agent"]
+        return [*app, "--listen-fd", str(self.fd), "--parent-fd", str(self.alive_read)]
+
+    def stop(self, signum: int, _frame: FrameType | None) -> None:
+        """Close the socket (new clients are refused once the app's copy closes too) and drain the app."""
+        if not self.stopping.is_set():
+            log.info("api_stopping", signal=signal.Signals(signum).name)
+        self.stopping.set()
+        self.sock.close()
+        if self.child is not None and self.child.poll() is None:
+            self.child.send_signal(signal.SIGTERM)
+
+    def start(self) -> subprocess.Popen[bytes] | None:
+        """The next app process, or None when stopping got there first (the socket is closed)."""
+        try:
+            child = subprocess.Popen(self.command(), pass_fds=(self.fd, self.alive_read))
+        except OSError:
+            if self.stopping.is_set():
+                return None
+            raise
+        self.child = child
+        if self.stopping.is_set():  # stopped between the loop's check and the start
+            child.send_signal(signal.SIGTERM)
+        return child
+
+    def run(self) -> int:
+        previous = {signum: signal.signal(signum, self.stop) for signum in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            return self.keep_serving()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            self.sock.close()
+            os.close(self.alive_read)
+            os.close(self.alive_write)
+
+    def keep_serving(self) -> int:
+        young = start_failures = 0
+        first = True
+        while not self.stopping.is_set():
+            started = time.monotonic()
+            child = self.start()
+            if child is None:
+                return 0
+            status = child.wait()
+            if self.stopping.is_set():
+                return status if status > 0 and status not in START_FAILED else 0
+            if status in START_FAILED and first:
+                return status  # the app printed its one-line error: nothing to add, nothing to retry
+            first = False
+            lived = time.monotonic() - started
+            young = young + 1 if lived < YOUNG_SECONDS else 0
+            start_failures = start_failures + 1 if status in START_FAILED else 0
+            if start_failures >= RESTART_LIMIT:
+                log.error("api_given_up", pid=child.pid, cause=cause(status), failures=start_failures)
+                return status
+            delay = BACKOFF_SECONDS[min(young, len(BACKOFF_SECONDS) - 1)]
+            lived_s = round(lived, 1)
+            log.error("api_process_exited", pid=child.pid, cause=cause(status), lived_s=lived_s, restart_in_s=delay)
+            self.stopping.wait(delay)
+        return 0
+
+
+def supervise(sock: socket.socket) -> int:
+    """Serve `agent-api` on `sock` through restarted app processes; the status to exit with."""
+    return Supervisor(sock).run()
