@@ -1,7 +1,8 @@
-"""The only module that imports RQ: the admitting queue, the job push, reading a job back, the worker class.
+"""The only module that imports RQ: the admitting queue, the job push, the worker class of the slot processes.
 
-RQ gives the queue its job hashes and the worker its registration and signal handling; the agent changes two
-things RQ has no hook for, and both lean on RQ internals that tests/integration/test_rq_adapter.py pins:
+RQ gives the queue its job hashes, and each of agent-worker's slot processes its dequeue (priority order), job
+timeout, result TTL, failed-job registry, registration and signal handling. The agent adds one thing RQ has no
+hook for, leaning on RQ internals that tests/integration/test_rq_adapter.py pins:
 
 - admission: `Queue.enqueue_job(pipeline=...)` queues the job's save and, as its LAST pipelined command,
   `push_job_id()`. AdmittingQueue overrides that push with a Lua script that pushes only below
@@ -9,27 +10,17 @@ things RQ has no hook for, and both lean on RQ internals that tests/integration/
   MULTI/EXEC and the script's reply is the last result of the transaction. RQ's client is sync, so `push`
   lets RQ write its commands into a sync pipeline that is never executed (its `command_stack`) and sends
   them on the API's asyncio client: no thread hop, no second connection, the same job hash.
-- the worker: GpuWorker is RQ's worker loop without its dequeue; the dispatcher (agent.queue.dispatch) pops
-  and runs the rounds, reading the job hashes through `job_args`. It skips RQ's unpipelined heartbeats that
-  come closer than 5 s apart and its unpipelined worker-state writes.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from types import FrameType
 from typing import Any
 
-import redis
 import redis.asyncio as aioredis
 from redis import Redis
 from rq import Queue, SimpleWorker
-from rq.job import Job
 from rq.serializers import JSONSerializer
-from rq.utils import now
-from rq.worker import WorkerStatus
 
 from agent.queue import keys
 
@@ -118,7 +109,7 @@ class JobSpec:
 
     job_id: str
     args: tuple[Any, ...]
-    timeout: int  # RQ's job timeout (SIGALRM in the worker)
+    timeout: int  # RQ's job timeout (SIGALRM in the slot process): the round's own limits plus a margin
     ttl: int  # how long the job may wait in the queue
     description: str  # shows in RQ's logs: never the prompt
 
@@ -169,64 +160,17 @@ def _version(text: str) -> tuple[int, int, int]:
     return major, minor, patch
 
 
-def job_args(job_id: str, fields: dict[bytes, bytes]) -> tuple[Any, ...]:
-    """The arguments of a round's job from its saved hash (read by the worker's claim, agent.queue.dispatch)."""
-    job = Job(job_id, connection=_NO_IO, serializer=JSONSerializer)
-    job.restore(fields)
-    return tuple(job.args)
-
-
-_NO_IO = Redis()  # Job() wants a connection; restoring a job from its fields never uses it (redis-py connects lazily)
-
-
-class GpuWorker(SimpleWorker):
-    """The main thread of agent-worker: RQ's worker registration, heartbeat and SIGTERM handling around the
-    dispatcher, which claims and runs the rounds on the event loop (agent.queue.dispatch). Reconnects to a
-    restarted Redis within ~2 s instead of backing off to 60 s."""
+class RoundWorker(SimpleWorker):
+    """One slot process of agent-worker: RQ's SimpleWorker (no fork: the process keeps its model connection and
+    event loop from round to round), reconnecting to a restarted Redis within ~2 s instead of backing off to 60 s."""
 
     exponential_backoff_factor = 1.5
     max_connection_wait_time = 2.0
-    log_job_description = False
-    finished: threading.Event  # set when the dispatcher stops (burst: queues empty; or it failed)
-    on_stop: Callable[[], None]  # a warm shutdown: the dispatcher claims nothing more
-
-    def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
-        # Never hands RQ a job: rounds are claimed and run on the event loop. Returning None ends RQ's work loop,
-        # which happens once the dispatcher has stopped; a SIGTERM while waiting here raises StopRequested.
-        self.set_state(WorkerStatus.IDLE)
-        wait = 1.0
-        while not self.finished.wait(timeout=wait):
-            try:
-                self.heartbeat()
-                wait = 1.0
-            except redis.exceptions.ConnectionError as exc:  # RQ's own loop would quit on it; Redis is restarting
-                self.log.warning("Worker %s: Redis unreachable (%s), retrying", self.name, exc)
-                wait = self.max_connection_wait_time
-        return None
-
-    def request_stop(self, signum: int, frame: FrameType | None) -> None:
-        self.on_stop()
-        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
-
-    def set_state(self, state: str, pipeline: Any = None) -> None:
-        # RQ writes idle/busy to its worker hash with an unpipelined round trip. Rounds never run as RQ jobs
-        # here, so that state means little; it is kept locally (warm shutdown reads it), written only in pipelines.
-        if pipeline is None:
-            self._state = state
-            return
-        super().set_state(state, pipeline)
-
-    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
-        # Its key lives worker_ttl + 60 = 480 s, so refreshing it every few seconds is plenty.
-        last = self.last_heartbeat
-        if pipeline is None and timeout is None and last is not None and (now() - last).total_seconds() < 5:
-            return
-        super().heartbeat(timeout, pipeline)
+    log_job_description = False  # the description names the request, never the prompt; RQ's log is not the record
+    log_result_lifespan = False
 
 
-def gpu_worker(connection: Redis, name: str, finished: threading.Event, on_stop: Callable[[], None]) -> GpuWorker:
-    """RQ's record of an agent-worker, listening (for `rq info`) on the queues its dispatcher reads."""
+def round_worker(connection: Redis, name: str) -> RoundWorker:
+    """An RQ worker reading the three queues in priority order (continuing rounds, new ones, client tasks)."""
     queues = [Queue(q, connection=connection, serializer=JSONSerializer) for q in keys.QUEUE_ORDER]
-    worker = GpuWorker(queues, connection=connection, serializer=JSONSerializer, name=name)
-    worker.finished, worker.on_stop = finished, on_stop
-    return worker
+    return RoundWorker(queues, connection=connection, serializer=JSONSerializer, name=name)
