@@ -41,15 +41,12 @@ LOCK_REFRESH = 1.0
 LOCK_POLL = 0.005  # only rounds of a second worker on the same GPU (or a killed one's slots) make a round wait
 
 _REFRESH = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
-# KEYS: the slot keys, then the round's cancel flag. A set flag is returned at once (the round stops before the
-# model hears of it); otherwise the first free slot is taken. Reply: {1-based slot index or 0 (all held), flag}.
+# KEYS: the slot keys. Takes the first free one; reply: its 1-based index, or 0 while all are held.
 _TAKE = """
-local flag = redis.call('get', KEYS[#KEYS])
-if flag then return {0, flag} end
-for i = 1, #KEYS - 1 do
-  if redis.call('set', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then return {i, ''} end
+for i = 1, #KEYS do
+  if redis.call('set', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then return i end
 end
-return {0, ''}
+return 0
 """
 RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
@@ -89,15 +86,19 @@ class GpuLock:
         return self.key is not None
 
     async def acquire(self, cancel_key: str) -> str:
-        """Take a free slot, or return the round's cancel flag as soon as it is set ('' when a slot was taken);
-        one round trip when a slot is free, as it is unless rounds of another worker on this GPU hold them."""
-        args: list[str | int] = [*self.keys, cancel_key, self.token, LOCK_TTL_MS]
+        """Take a free slot, or return the round's cancel flag as soon as it is set ('' once a slot is taken; a
+        slot taken with the flag is released by the round's last write). One round trip (the flag's GET and the
+        take, pipelined) when a slot is free, as it is unless rounds of another worker on this GPU hold them."""
         while True:
-            index, flag = await self.redis.eval(_TAKE, len(self.keys) + 1, *args)
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.get(cancel_key)
+            pipe.eval(_TAKE, len(self.keys), *self.keys, self.token, LOCK_TTL_MS)
+            flag, index = await pipe.execute()
+            if index:
+                self.key, self.refreshed = self.keys[int(index) - 1], time.monotonic()
             if flag:
                 return flag.decode() if isinstance(flag, bytes) else str(flag)
             if index:
-                self.key, self.refreshed = self.keys[int(index) - 1], time.monotonic()
                 return ""
             await asyncio.sleep(LOCK_POLL)  # the slots live in Redis, shared: no local Event to wait on
 
