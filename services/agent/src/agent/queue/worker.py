@@ -48,6 +48,7 @@ from agent_contract.logs import configure
 STATUS_EVERY = 1.0
 PROBE_EVERY = 15.0  # re-read /api/tags this often (faster while Ollama or the model is missing)
 CHECK_EVERY = 0.2  # s between looks at the slot processes
+STOP_WAIT = 10.0  # s: at most this long the status loop may take to end
 RESTART_AFTER = 1.0  # s: a slot process that died is started again no sooner (one that cannot start is not a spin)
 
 log = structlog.get_logger("agent.queue.worker")
@@ -84,13 +85,19 @@ class StatusReporter:
             "detail": "starting",
         }
         self._probed = 0.0
+        self.stopped = asyncio.Event()
 
     async def run(self) -> None:
-        while True:
+        """Until `stopped` is set. A flag, not only a cancellation: once, in tests, agent-worker did not exit after
+        its slot processes had, idle in its event loop (cause not found; a cancellation lost in a call under way
+        would do it). supervise() sets the flag, then cancels."""
+        while not self.stopped.is_set():
             if time.monotonic() - self._probed >= self._probe_interval():
                 await self.probe()
             await self.publish()
-            await asyncio.sleep(STATUS_EVERY)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(STATUS_EVERY):
+                    await self.stopped.wait()
 
     def _probe_interval(self) -> float:
         healthy = self.status["model_present"] and self.status["warmed"]
@@ -247,9 +254,9 @@ async def supervise(settings: Settings, wid: str, slots: SlotProcesses) -> int:
             await asyncio.sleep(CHECK_EVERY)
             slots.check()
     finally:
-        status.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await status
+        reporter.stopped.set()
+        await asyncio.wait({status}, timeout=STOP_WAIT)  # a probe under way ends within its HTTP timeout
+        status.cancel()  # past that; asyncio.run waits for it, and the flag ends its loop even if this is lost
         await reporter.withdraw()
         await http.aclose()
         await redis.aclose()
