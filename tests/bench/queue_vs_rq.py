@@ -188,7 +188,8 @@ async def side_by_side(
 
 def table(cells: dict[tuple[str, float], Cell], reps: int) -> Iterator[str]:
     yield (
-        f"5. agent-worker vs plain RQ workers, bare round: {CLIENTS} clients back to back, 1 slot, {TOKEN_DELAY * 1000:g} ms "
+        f"5. agent-worker vs plain RQ workers on a bare round: {CLIENTS} clients back to back, 1 slot, "
+        f"{TOKEN_DELAY * 1000:g} ms "
         f"per token, {reps} interleaved repetitions"
     )
     yield (
