@@ -71,9 +71,11 @@ class Waits:
 
 
 def cpu_s(pid: int) -> float:
-    """utime + stime of the process and its reaped children (a fork worker's horses), seconds."""
+    """utime + stime of the process, its reaped children (a fork worker's horses) and its live ones (agent-worker's
+    slot processes), seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    live = [int(c) for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()]
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK") + sum(cpu_s(c) for c in live)
 
 
 def worker_cmds(url: str) -> dict[str, list[str]]:

@@ -166,11 +166,11 @@ class RoundWorker(SimpleWorker):
 
     exponential_backoff_factor = 1.5
     max_connection_wait_time = 2.0
-    log_job_description = False  # the description names the request, never the prompt; RQ's log is not the record
     log_result_lifespan = False
 
 
 def round_worker(connection: Redis, name: str) -> RoundWorker:
     """An RQ worker reading the three queues in priority order (continuing rounds, new ones, client tasks)."""
     queues = [Queue(q, connection=connection, serializer=JSONSerializer) for q in keys.QUEUE_ORDER]
-    return RoundWorker(queues, connection=connection, serializer=JSONSerializer, name=name)
+    # RQ's log line per job names the job id only (agent-worker's own log lines name the request)
+    return RoundWorker(queues, connection=connection, serializer=JSONSerializer, name=name, log_job_description=False)
