@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.bench import first_token
+from tests.bench import first_token, tool_round
 from tests.bench.stats import summary_ms
 from tests.support.procs import free_port, running
 
@@ -22,7 +22,8 @@ MSG = [{"role": "user", "content": "hello"}]
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    n = int(args[0]) if args else 300
     tmp = Path(tempfile.mkdtemp(prefix="bench-loop-"))
     o_port, m_port, a_port, token = free_port(), free_port(), free_port(), secrets.token_urlsafe(16)
     o_url, a_url = f"http://127.0.0.1:{o_port}", f"http://127.0.0.1:{a_port}"
@@ -50,13 +51,14 @@ def main() -> None:
     with (
         running(["python", "-m", "tests.fakes.fake_ollama", "--port", str(o_port)], ready_url=f"{o_url}/"),
         running(["mcp-server"], env=mcp_env, ready_url=f"http://127.0.0.1:{m_port}/healthz", timeout=60),
-        running(["agent-api"], env=agent_env, ready_url=f"{a_url}/healthz", timeout=90),
+        running(["agent-api"], env=agent_env, ready_url=f"{a_url}/healthz", timeout=90) as api,
     ):
         rule = {
             "when": {"user_contains": "time", "last_role": "user"},
             "reply": {"tool_calls": [{"name": "sistem_bilgisi", "arguments": {}}]},
         }
-        httpx.post(f"{o_url}/_fake/script", json={"rules": [rule], "default": {"content": "ok"}}).raise_for_status()
+        script = {"rules": [*tool_round.rules(), rule], "default": {"content": "ok"}}
+        httpx.post(f"{o_url}/_fake/script", json=script).raise_for_status()
         direct, one_round, two_rounds = [], [], []
         with httpx.Client(timeout=30) as http:
             for i in range(n + 20):
@@ -83,7 +85,11 @@ def main() -> None:
         print(f"  agent, 1 round, no tool          {summary_ms(one_round)}")
         print(f"  agent, 2 rounds + 1 MCP call     {summary_ms(two_rounds)}")
         print(f"  agent overhead per round         {summary_ms(overhead)}   (target: median < 10 ms)")
-        first_token.run(o_url, a_url, max(20, n // 10))
+        if "--tool-round" not in sys.argv:
+            first_token.run(o_url, a_url, max(20, n // 10))
+            httpx.post(f"{o_url}/_fake/script", json=script).raise_for_status()  # first_token scripted its own
+        mcp_url = f"http://127.0.0.1:{m_port}/mcp"
+        tool_round.run(o_url, mcp_url, token, agent_env, (a_url, api), max(30, n // 3))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import redis.asyncio as aioredis
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 
 from agent.backends.base import RoundRequest
-from agent.queue import jobs, keys, rq_adapter
+from agent.queue import admit, jobs, keys
 from agent.queue.running import SENDING, Runtime, execute_round, mark_sent
 from agent.settings import Settings, get_settings
 from tests.fakes.control import FakeOllama, serve_in_loop
@@ -201,10 +201,10 @@ async def test_burst_runs_the_queued_rounds_in_priority_order_skips_an_expired_j
 async def push(sync: redis.Redis, queue: str, text: str, limited: bool = True) -> str:
     """Queue a round as the API does (RQ job hash + admitting push, on an asyncio client); returns its job id."""
     job_id = f"job-{text}"
-    spec = rq_adapter.JobSpec(job_id, (round_request(text), time.time(), job_id), 60, 600, f"round of {text}")
+    spec = admit.JobSpec(job_id, (round_request(text), time.time(), job_id), 60, 600, f"round of {text}")
     client = aioredis.Redis(port=sync.connection_pool.connection_kwargs["port"])
     try:
-        admission = await rq_adapter.push(client, rq_adapter.admitting_queues(sync, 100)[queue, limited], spec, False)
+        admission = await admit.push(client, spec, queue, admit.limit(queue, 100, retried=not limited), False)
     finally:
         await client.aclose()
     assert admission.admitted

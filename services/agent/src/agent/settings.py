@@ -169,7 +169,8 @@ class Settings(BaseSettings):
     rate_limit_backend: Literal["auto", "redis", "memory"] = "auto"
     """`auto`: in Redis with the GPU queue, else in memory; `redis` or `memory` to choose"""
 
-    # Tamper-evident audit log (agent.security.audit): one HMAC-chained JSON line per request, fsync per record.
+    # Tamper-evident audit log (agent.security.audit): one HMAC-chained JSON line per request, durable before the
+    # response ends (records ending together share one fsync: agent.security.audit_commit).
     audit_dir: Path = Path("audit")
     """where the sealed audit log lives"""
     audit_key: SecretStr | None = None

@@ -17,6 +17,7 @@ def test_rq_keeps_queues_and_jobs_under_the_keys_the_api_reads_and_trims() -> No
     conn = Redis()  # never connects: only the key names are read
     assert [Queue(name, connection=conn).key for name in keys.QUEUE_ORDER] == list(keys.RQ_QUEUE_KEYS)
     assert Job.key_for("abc") == keys.rq_job_key("abc")
+    assert Queue.redis_queues_keys == keys.RQ_QUEUES  # where `rq info` finds the queues
     # agent-worker publishes its status once one of its slot processes is registered under this key
     assert SimpleWorker([], connection=conn, name="w1").key == keys.rq_worker_key("w1")
 

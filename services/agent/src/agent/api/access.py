@@ -7,6 +7,7 @@ that must stay open for probes and scrapes are listed in OPEN_PATHS.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import AsyncIterator
@@ -25,6 +26,7 @@ from agent.loop.events import Caller, LoopEvent
 from agent.loop.tasks import ClientTask
 from agent.mcp_client import identity_var, request_id_var
 from agent.security.audit import AuditLog, resolve_key
+from agent.security.audit_commit import GroupCommit
 from agent.security.auth import Authenticator, Identity
 from agent.security.flood import FLOOD_STATUSES, FloodGate
 from agent.security.names import RefusedName, escaped
@@ -51,6 +53,10 @@ class Security:
     pseudonyms: Pseudonymizer
     flood: FloodGate = field(default_factory=FloodGate)
     origins: frozenset[str] = frozenset()  # ALLOWED_ORIGINS, parsed once
+    commit: GroupCommit = field(init=False)  # the API's writer of `audit`: records ending together share an fsync
+
+    def __post_init__(self) -> None:
+        self.commit = GroupCommit(self.audit)
 
     @classmethod
     def build(cls, settings: Settings) -> Security:
@@ -158,26 +164,35 @@ def _base_record(request: Request, status: int, error: str | None) -> dict[str, 
     }
 
 
-def _write(request: Request, record: dict[str, Any]) -> None:
+async def _write(request: Request, record: dict[str, Any]) -> None:
+    """Returns once the records are durable (their fsync returned): the response ends only after it. They are
+    queued before the first await, so a request cancelled while it waits (its client gone) still has its record."""
     request.state.audited = True
     security: Security = request.app.state.security
-    for summary in security.flood.due():
-        _append(security, summary)
-    _append(security, capped(record))
+    pending = security.commit.submit([*security.flood.due(), capped(record)])
+    for future in pending:
+        future.add_done_callback(_failed)
+    await asyncio.wait(pending)
 
 
-def _append(security: Security, record: dict[str, Any]) -> None:
-    try:
-        security.audit.append(record)
-    except Exception as exc:  # the answer is already out: make the failure loud (metric, error log) instead
+def _failed(future: asyncio.Future[dict[str, Any]]) -> None:
+    """The answer is already out: a record that could not be written is made loud (metric, error log) instead."""
+    exc = None if future.cancelled() else future.exception()
+    if exc is not None:
         metrics.AUDIT_FAILURES.inc()
         log.error("audit_write_failed", error=f"{type(exc).__name__}: {exc}")
 
 
 def flush(security: Security) -> None:
-    """Write the summaries of refusal floods still open (at shutdown: nothing counted is lost)."""
+    """At shutdown: write the records still waiting, then the summaries of refusal floods still open (nothing
+    counted is lost)."""
+    security.commit.close()
     for summary in security.flood.due(everything=True):
-        _append(security, summary)
+        try:
+            security.audit.append(summary)
+        except Exception as exc:
+            metrics.AUDIT_FAILURES.inc()
+            log.error("audit_write_failed", error=f"{type(exc).__name__}: {exc}")
 
 
 async def audited(
@@ -205,7 +220,9 @@ async def audited(
             status, error = (499, "client_closed") if not isinstance(exc, Exception) else (500, type(exc).__name__)
         raise
     finally:
-        _write(request, _base_record(request, status, error) | _content(security, model, conversation, trail, task))
+        await _write(
+            request, _base_record(request, status, error) | _content(security, model, conversation, trail, task)
+        )
 
 
 def _content(
@@ -235,7 +252,7 @@ def _content(
     }
 
 
-def audit_failure(request: Request, exc: AgentError) -> None:
+async def audit_failure(request: Request, exc: AgentError) -> None:
     """Audit a request refused before the loop ran (401, 429, 400, 404, 413): the fact, never a key."""
     if getattr(request.state, "audited", False) or not hasattr(request.app.state, "security"):
         return
@@ -247,4 +264,4 @@ def audit_failure(request: Request, exc: AgentError) -> None:
         if exc.status in FLOOD_STATUSES and not security.flood.admit(str(record["client"]), exc.status):
             request.state.audited = True  # counted: written in the window's `refusals_suppressed` summary
             return
-        _write(request, record)
+        await _write(request, record)

@@ -82,7 +82,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
     @app.exception_handler(AgentError)
     async def agent_error(request: Request, exc: AgentError) -> JSONResponse:
         log.warning("request_failed", status=exc.status, error=type(exc).__name__, message=exc.message)
-        access.audit_failure(request, exc)
+        await access.audit_failure(request, exc)
         return error_response(exc, ollama_shape=request.url.path.startswith("/api/"))
 
     @app.exception_handler(chat.ClientLeft)

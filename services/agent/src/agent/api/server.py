@@ -27,7 +27,10 @@ def bind(settings: Settings) -> socket.socket:
     """A listening socket on AGENT_HOST:AGENT_PORT, or PortBusy with the fix."""
     host, port = settings.agent_host, settings.agent_port
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP spelled out: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and without it a
+    # response written as headers then body waited ~40 ms for the client's delayed ACK (Nagle), on every request
+    # after the first on a kept-alive connection, and streamed chunks bunched up the same way.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a restart reuses a TIME_WAIT port
     try:
         sock.bind((host, port))

@@ -21,7 +21,6 @@ from typing import Any
 
 import redis.asyncio as aioredis
 import structlog
-from redis import Redis
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
@@ -29,7 +28,7 @@ from redis.exceptions import RedisError
 from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict, note_worker
 from agent.errors import DependencyDown, QueueTimeout
 from agent.metrics import QUEUE_WAIT, REJECTED
-from agent.queue import keys, rounds, rq_adapter
+from agent.queue import admit, keys, rounds
 from agent.queue.depth import DepthGauge, estimate_retry_after, refusal
 from agent.queue.events import error_from
 from agent.queue.reader import StreamReader
@@ -81,10 +80,6 @@ class QueueBackend:
         )  # one retry for a stale connection, not redis-py's 10
         self.redis = aioredis.Redis(connection_pool=pool)
         self.workers = WorkerRegistry(self.redis, self.where)
-        # (queue, limited?) → queue object; retried rounds use the unlimited ones. RQ only builds commands on
-        # this client (rq_adapter.push sends them on self.redis), so it never opens a connection.
-        self._sync = Redis.from_url(settings.redis_url, **options)
-        self._queues = rq_adapter.admitting_queues(self._sync, settings.max_queue_depth)
         self._background: set[asyncio.Task[None]] = set()
         self.depth = DepthGauge(self.redis, self._spawn)
 
@@ -151,20 +146,21 @@ class QueueBackend:
         self.depth.set(admission.waiting)
         log.debug("round_enqueued", job_id=rnd.job_id, round=rnd.request.round, depth=depth)
 
-    async def _push(self, rnd: _Round, front: bool) -> rq_adapter.Admission:
-        """Save the job and admit it in one MULTI/EXEC. A user round preempts the client task rounds under way
-        in the same transaction (their tasks are answered locally); a task round joins them."""
+    async def _push(self, rnd: _Round, front: bool) -> admit.Admission:
+        """Save the job and admit it in one script (agent.queue.admit). A user round preempts the client task
+        rounds under way in the same step (their tasks are answered locally); a task round joins them."""
         name = keys.QUEUE_CONTINUING if front else rounds.queue_for(rnd.request, self.continuing_first)
         settings = self.settings
-        spec = rq_adapter.JobSpec(
+        spec = admit.JobSpec(
             job_id=rnd.job_id,
-            args=(rnd.request.to_dict(), time.time(), rnd.job_id),
+            args=(admit.request_fields(rnd.request), time.time(), rnd.job_id),
             # the worker bounds the round itself (QUEUE_TIMEOUT_SECONDS waiting, ROUND_TIMEOUT_SECONDS generating)
             timeout=math.ceil(settings.queue_timeout_seconds + settings.round_timeout_seconds) + JOB_MARGIN_S,
             ttl=math.ceil(settings.queue_timeout_seconds) + 60,
             description=f"round {rnd.request.round} of request {rnd.request.request_id}",  # never the prompt
         )
-        return await rq_adapter.push(self.redis, self._queues[name, not front], spec, at_front=front)
+        limit = admit.limit(name, settings.max_queue_depth, retried=front)
+        return await admit.push(self.redis, spec, name, limit, at_front=front)
 
     async def _follow(self, rnd: _Round) -> AsyncIterator[RoundEvent]:
         last_seen = checked = time.monotonic()
@@ -282,4 +278,3 @@ class QueueBackend:
             await asyncio.wait(tasks, timeout=2)
         await self.redis.aclose()
         await self.redis.connection_pool.disconnect()
-        self._sync.close()

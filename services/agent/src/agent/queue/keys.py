@@ -34,6 +34,7 @@ def rq_queue_key(name: str) -> str:
 
 RQ_QUEUE_KEYS = tuple(rq_queue_key(name) for name in QUEUE_ORDER)
 RQ_USER_QUEUE_KEYS = tuple(rq_queue_key(name) for name in USER_QUEUES)
+RQ_QUEUES = "rq:queues"  # the set of queue keys RQ lists (`rq info`, Queue.all)
 
 
 def rq_job_key(job_id: str) -> str:

@@ -3,9 +3,10 @@
 Every record carries `seq` (1, 2, ...), `prev` (the previous record's `mac`, or GENESIS) and `mac` =
 HMAC-SHA256(AUDIT_KEY, canonical JSON of the record without `mac`). Editing, deleting, reordering or
 hand-writing a record breaks the chain at that line (`agent.security.audit_check.verify`); without the key a
-valid record cannot be forged. Appends take an exclusive lock and are fsync'ed one by one, so several
-processes may share the file. Rotation renames the file to `audit.jsonl.<first seq>` and the chain
-continues into the new file; retention deletes whole rotated files and records each deletion in the chain.
+valid record cannot be forged. An append (one record, or a batch: agent.security.audit_commit) takes an
+exclusive lock, one write() and one fsync, so several processes may share the file. Rotation renames the file
+to `audit.jsonl.<first seq>` and the chain continues into the new file; retention deletes whole rotated files and
+records each deletion in the chain.
 A crash mid-write can leave only a partial last line: the next append cuts it off and records that it did.
 """
 
@@ -143,8 +144,12 @@ class AuditLog:
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         """Seal and durably write one record (time, seq, prev and mac are filled in); returns it."""
+        return self.append_many([record])[0]
+
+    def append_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Seal the records in order and write them with one write() and one fsync: durable when this returns."""
         with self._locked():
-            sealed = self._write(record)
+            sealed = self._write(records)
             if self._rotated_now:
                 self._apply_retention()
             return sealed
@@ -165,25 +170,29 @@ class AuditLog:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def _write(self, record: dict[str, Any]) -> dict[str, Any]:
+    def _write(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         tail = self._read_tail()
-        now = iso(self.clock())  # one reading: the record's time and the rotation day always agree
+        now = iso(self.clock())  # one reading: the records' time and the rotation day always agree
         if tail.stamp[1] and (tail.stamp[1] >= self.rotate_bytes or tail.first_day != now[:10]):
             self._rotate()
             tail = self._read_tail()
-        sealed = {"time": now, **record, "seq": tail.seq + 1, "prev": tail.mac}
-        sealed["mac"] = seal(self.key, sealed)
-        line = json.dumps(sealed, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        out, seq, prev = [], tail.seq, tail.mac
+        for record in records:
+            seq += 1
+            sealed = {"time": now, **record, "seq": seq, "prev": prev}
+            sealed["mac"] = prev = seal(self.key, sealed)
+            out.append(sealed)
+        lines = b"".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for r in out)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
         try:
-            os.write(fd, line)  # one write: a crash leaves at most a partial last line
+            os.write(fd, lines)  # one write: a crash leaves whole records and at most a partial last line
             os.fsync(fd)
             st = os.fstat(fd)
         finally:
             os.close(fd)
         first_day = tail.first_day if tail.stamp[1] else now[:10]
-        self._tail = _Tail((st.st_ino, st.st_size), sealed["seq"], sealed["mac"], first_day)
-        return sealed
+        self._tail = _Tail((st.st_ino, st.st_size), seq, prev, first_day)
+        return out
 
     def _read_tail(self) -> _Tail:
         try:
@@ -219,7 +228,9 @@ class AuditLog:
             os.fsync(f.fileno())
         self._tail = None
         log.warning("audit_torn_record_removed", bytes=size - good)
-        self._write({"event": "torn_record_removed", "bytes": size - good, "sha256": hashlib.sha256(torn).hexdigest()})
+        self._write(
+            [{"event": "torn_record_removed", "bytes": size - good, "sha256": hashlib.sha256(torn).hexdigest()}]
+        )
 
     def _rotate(self) -> None:
         first = first_record(self.path)
@@ -242,14 +253,16 @@ class AuditLog:
             path.unlink()
             deleted.append(path)
             self._write(
-                {
-                    "event": "retention_deleted",
-                    "file": path.name,
-                    "first_seq": first.get("seq"),
-                    "last_seq": record.get("seq"),
-                    "last_mac": record.get("mac"),
-                    "last_time": record.get("time"),
-                    "retention_days": self.retention_days,
-                }
+                [
+                    {
+                        "event": "retention_deleted",
+                        "file": path.name,
+                        "first_seq": first.get("seq"),
+                        "last_seq": record.get("seq"),
+                        "last_mac": record.get("mac"),
+                        "last_time": record.get("time"),
+                        "retention_days": self.retention_days,
+                    }
+                ]
             )
         return deleted
