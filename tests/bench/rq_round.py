@@ -1,4 +1,4 @@
-"""RQ's own worker running a round, for scripts/bench-queue's side-by-side (`--rq`): what a switch would ship.
+"""A bare round for plain RQ workers, for scripts/bench-queue's side-by-side (`--rq`): the floor of RQ's own loop.
 
 `run_round` is a plain RQ job function, as a port to `rq worker` would write it: it streams the round from the
 model server (sync httpx, the agent's own /api/chat chunk parser) and relays the events to the round's Redis

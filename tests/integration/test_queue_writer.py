@@ -33,7 +33,7 @@ async def writer_for(conn: aioredis.Redis, job_id: str) -> EventWriter:
     task = asyncio.current_task()
     assert task is not None
     control = RoundControl(task=task)  # never aborted here: no cancel flag, no lock to refresh
-    return EventWriter(conn, job_id, control, GpuLock(conn, [f"test:lock:{job_id}"], "token", f"test:waiting:{job_id}"))
+    return EventWriter(conn, job_id, control, GpuLock(conn, [f"test:lock:{job_id}"], "token"))
 
 
 async def test_a_batch_sent_again_after_a_lost_reply_is_neither_doubled_nor_an_error(client: aioredis.Redis) -> None:

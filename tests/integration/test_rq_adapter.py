@@ -83,7 +83,8 @@ async def test_push_saves_the_job_rq_itself_would_save(conn: Redis, aconn: aiore
 
 
 async def test_rq_and_the_worker_read_a_pushed_round_back_exactly(conn: Redis, aconn: aioredis.Redis) -> None:
-    """RQ's Job.fetch and the worker's job_args give back the round as sent: past 15 KB, non-ASCII intact."""
+    """RQ's Job.fetch (as agent-worker's slot processes, RQ's own worker, read it) gives back the round as sent:
+    past 15 KB, non-ASCII intact."""
     request = long_request()
     assert len(json.dumps(request.to_dict(), ensure_ascii=False).encode()) > 15_000
     args = (admit.request_fields(request), 1733.25, "j1")
@@ -92,9 +93,8 @@ async def test_rq_and_the_worker_read_a_pushed_round_back_exactly(conn: Redis, a
     assert (job.func_name, job.timeout, job.ttl, job.origin) == (rq_adapter.JOB_FUNCTION, 60, 60, keys.QUEUE_CONTINUING)
     assert (job.result_ttl, job.failure_ttl, job.description, job.get_status()) == (60, 3600, "t", "queued")
     assert Queue(keys.QUEUE_CONTINUING, connection=conn, serializer=JSONSerializer).job_ids == ["j1"]
-    request_dict, enqueued_at, job_id = rq_adapter.job_args("j1", job_hash(conn, "j1"))
-    assert RoundRequest.from_dict(request_dict) == request == RoundRequest.from_dict(job.args[0])
-    assert (enqueued_at, job_id) == (1733.25, "j1")
+    assert RoundRequest.from_dict(job.args[0]) == request
+    assert tuple(job.args[1:]) == (1733.25, "j1")  # run_round(request, enqueued_at, job_id)
 
 
 async def test_push_works_on_a_redis_that_forgot_the_script(conn: Redis, aconn: aioredis.Redis) -> None:

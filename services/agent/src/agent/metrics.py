@@ -11,7 +11,8 @@ ROUND_DURATION = Histogram(
     "agent_round_duration_seconds", "One LLM round, enqueue to last token", ["model", "round"], buckets=BUCKETS
 )
 QUEUE_WAIT = Histogram("agent_queue_wait_seconds", "Time a round waited for the GPU worker", buckets=BUCKETS)
-QUEUE_DEPTH = Gauge("agent_queue_depth", "Rounds waiting for the GPU worker")
+# agent-api's; multiprocess_mode only keeps the 0 that agent-worker's slot processes also create one series.
+QUEUE_DEPTH = Gauge("agent_queue_depth", "Rounds waiting for the GPU worker", multiprocess_mode="livemax")
 REQUEST_DURATION = Histogram(
     "agent_request_duration_seconds",
     "Whole HTTP request, by outcome: ok, refused (4xx), client_left (the client closed first: 499), error (5xx)",
@@ -50,8 +51,17 @@ CLIENT_TASKS = Counter(
     "Client background tasks (titles, tags, follow-ups) by how they were served",
     ["kind", "served"],
 )
-GPU_BUSY = Gauge("agent_gpu_busy", "1 while this worker's GPU is generating (any of its slots)", ["gpu"])
-GPU_ROUNDS = Gauge("agent_gpu_rounds", "rounds this worker's GPU is generating now (at most WORKER_SLOTS)", ["gpu"])
+# Set by agent-worker's slot processes, one round each; its /metrics combines them (prometheus_client's
+# multiprocess mode, agent.queue.worker): busy is the max over the live slot processes, rounds their sum.
+GPU_BUSY = Gauge(
+    "agent_gpu_busy", "1 while this worker's GPU is generating (any of its slots)", ["gpu"], multiprocess_mode="livemax"
+)
+GPU_ROUNDS = Gauge(
+    "agent_gpu_rounds",
+    "rounds this worker's GPU is generating now (at most WORKER_SLOTS)",
+    ["gpu"],
+    multiprocess_mode="livesum",
+)
 
 # Tool names reach labels only after validation against the MCP server's list, so the set stays bounded;
 # an invented name is counted under this one label instead.

@@ -129,9 +129,9 @@ class Settings(BaseSettings):
     gpu_id: str = "gpu0"
     """names the GPU lock and the `gpu` metric label: unique per GPU, identical for workers sharing one Ollama"""
     worker_slots: int = Field(default=1, ge=1, le=64)
-    """rounds this worker's model server runs at once (its GPU lock counts this many): 1 for Ollama on one 8 GB
-    card; the server's own parallelism for vLLM, `llama-server --parallel N` or `OLLAMA_NUM_PARALLEL`. Each slot
-    costs the server a KV cache of `NUM_CTX` tokens (docs/operating.md)"""
+    """rounds this worker's model server runs at once (one slot process each; its GPU lock counts this many): 1
+    for Ollama on one 8 GB card; the server's own parallelism for vLLM, `llama-server --parallel N` or
+    `OLLAMA_NUM_PARALLEL`. Each slot costs the server a KV cache of `NUM_CTX` tokens (docs/operating.md)"""
 
     # Identity and access (agent.security.auth, agent_contract.policy): never "none" in compose.
     agent_auth: Literal["api_key", "trusted_header", "none"] = "api_key"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from redis import Redis
-from rq import Queue
+from rq import Queue, SimpleWorker
 from rq.job import Job
 
 from agent.queue import keys
@@ -18,6 +18,8 @@ def test_rq_keeps_queues_and_jobs_under_the_keys_the_api_reads_and_trims() -> No
     assert [Queue(name, connection=conn).key for name in keys.QUEUE_ORDER] == list(keys.RQ_QUEUE_KEYS)
     assert Job.key_for("abc") == keys.rq_job_key("abc")
     assert Queue.redis_queues_keys == keys.RQ_QUEUES  # where `rq info` finds the queues
+    # agent-worker publishes its status once one of its slot processes is registered under this key
+    assert SimpleWorker([], connection=conn, name="w1").key == keys.rq_worker_key("w1")
 
 
 def test_the_queues_are_distinct_continuing_rounds_first_client_tasks_last() -> None:

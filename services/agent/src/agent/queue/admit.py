@@ -1,11 +1,11 @@
 """The API's enqueue: a round's RQ job hash, saved and admitted by one Lua script in one Redis round trip.
 
 The job is RQ's own: the hash holds the fields RQ's `Queue.enqueue_job` writes for it, `data` being RQ's
-JSONSerializer text of (function, instance, args, kwargs), compressed, so `rq info`, RQ's `Job.fetch` and the
-worker's `rq_adapter.job_args` read it as before; tests/integration/test_rq_adapter.py pins the hash against the
-installed RQ's. Building it here instead of through RQ's Queue and Job objects (and without RoundRequest.to_dict's
-deep copy), and sending one EVALSHA instead of a MULTI/EXEC of RQ's seven commands, took the enqueue of a 15 KB
-round from 1.1 ms to 0.4 ms (scripts/bench-queue prints it).
+JSONSerializer text of (function, instance, args, kwargs), compressed, so `rq info` and RQ's `Job.fetch` (in
+agent-worker's slot processes, RQ's own worker) read it as RQ's; tests/integration/test_rq_adapter.py pins the
+hash against the installed RQ's. Building it here instead of through RQ's Queue and Job objects (and without
+RoundRequest.to_dict's deep copy), and sending one EVALSHA instead of a MULTI/EXEC of RQ's seven commands, took
+the enqueue of a 15 KB round from 1.1 ms to 0.4 ms (scripts/bench-queue prints it).
 
 The script admits the round only while both user queues hold fewer than the limit (MAX_QUEUE_DEPTH; a client
 task round only while no user round waits; -1 for a retried round, admitted once already), and writes the hash
@@ -71,7 +71,7 @@ class JobSpec:
 
     job_id: str
     args: tuple[Any, ...]  # (the round's request fields, enqueued_at, job_id): agent.queue.jobs.run_round's
-    timeout: int  # RQ's job timeout (SIGALRM in an RQ work horse)
+    timeout: int  # RQ's job timeout (SIGALRM in the slot process): the round's own limits plus a margin
     ttl: int  # how long the job may wait in the queue
     description: str  # shows in RQ's logs: never the prompt
 

@@ -41,7 +41,7 @@ CHECK_EVERY = 1.0  # seconds between liveness checks of a waiting round
 WORKER_LOST_AFTER = 4.0  # seconds without a ping from the worker holding the round
 VANISHED_AFTER = 3.0  # a job gone from the queue without an `accepted` event: its worker died on pickup
 NO_WORKER_GRACE = 5.0  # queued rounds survive a worker restart this long
-JOB_TIMEOUT_S = 60  # RQ's timeout of run_round, which starts the round and returns (agent.queue.jobs)
+JOB_MARGIN_S = 30  # RQ's job timeout: the round's own limits (slot wait, generation) plus this; a backstop
 
 log = structlog.get_logger("agent.queue.client")
 
@@ -154,7 +154,8 @@ class QueueBackend:
         spec = admit.JobSpec(
             job_id=rnd.job_id,
             args=(admit.request_fields(rnd.request), time.time(), rnd.job_id),
-            timeout=JOB_TIMEOUT_S,  # the job only starts the round; the worker bounds the round itself
+            # the worker bounds the round itself (QUEUE_TIMEOUT_SECONDS waiting, ROUND_TIMEOUT_SECONDS generating)
+            timeout=math.ceil(settings.queue_timeout_seconds + settings.round_timeout_seconds) + JOB_MARGIN_S,
             ttl=math.ceil(settings.queue_timeout_seconds) + 60,
             description=f"round {rnd.request.round} of request {rnd.request.request_id}",  # never the prompt
         )

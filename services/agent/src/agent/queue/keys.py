@@ -2,7 +2,8 @@
 
 The API (agent.queue.client) and the workers (agent.queue.jobs, agent.queue.worker) agree on these names
 and nothing else; RQ's own key layout (`rq:queue:<name>`, `rq:job:<id>`) is spelled here too, because the
-API reads and trims RQ's lists directly (atomic admission, cancellation of a queued round, queue depth).
+API reads and trims RQ's lists directly (atomic admission, cancellation of a queued round, queue depth), and
+the worker's RQ processes listen on the queues in QUEUE_ORDER.
 tests/unit/agent/queue/test_keys.py pins that layout against the installed RQ.
 """
 
@@ -12,7 +13,7 @@ QUEUE_CONTINUING = "agent-rounds-continuing"  # rounds > 1: read first by every 
 QUEUE_NEW = "agent-rounds-new"
 QUEUE_TASKS = "agent-rounds-tasks"  # client background tasks (titles, tags): only when no user round waits
 USER_QUEUES = (QUEUE_CONTINUING, QUEUE_NEW)  # what MAX_QUEUE_DEPTH counts
-QUEUE_ORDER = (*USER_QUEUES, QUEUE_TASKS)  # workers BLPOP these in this order: the priority
+QUEUE_ORDER = (*USER_QUEUES, QUEUE_TASKS)  # RQ's workers pop these in this order: the priority
 TASK_ROUNDS = "agent:task_rounds"  # job ids of client task rounds under way: a user round preempts them
 PREEMPT = "preempt"  # a round's cancel flag when a user round needs the GPU (client task rounds only)
 
@@ -24,7 +25,6 @@ STATUS_TTL = 5  # seconds a worker's status key outlives its last heartbeat
 STREAM_TTL = 120  # seconds an event stream outlives its last write
 CANCEL_TTL = 600  # seconds a cancel flag waits for a worker to pick the round up
 LOCK_TTL_MS = 5000  # a killed worker's GPU slots free themselves this fast
-WAITING_TTL_MS = 50  # a waiting round sets its marker again every LOCK_POLL (5 ms)
 
 
 def rq_queue_key(name: str) -> str:
@@ -40,6 +40,11 @@ RQ_QUEUES = "rq:queues"  # the set of queue keys RQ lists (`rq info`, Queue.all)
 def rq_job_key(job_id: str) -> str:
     """The Redis hash RQ saves a job in."""
     return f"rq:job:{job_id}"
+
+
+def rq_worker_key(name: str) -> str:
+    """The Redis hash RQ registers a worker in while it runs (a slot process of agent-worker)."""
+    return f"rq:worker:{name}"
 
 
 def events_key(job_id: str) -> str:
@@ -60,9 +65,3 @@ def gpu_slot_keys(gpu_id: str, slots: int) -> list[str]:
     """The backend's counted lock: one key per round it may run at once (WORKER_SLOTS). Slot 0 keeps the name
     the one-slot lock always had, so a worker of the previous release on the same GPU still excludes this one."""
     return [f"agent:gpu:{gpu_id}:lock", *(f"agent:gpu:{gpu_id}:lock:{k}" for k in range(1, slots))]
-
-
-def gpu_waiting_key(gpu_id: str) -> str:
-    """Set (for WAITING_TTL_MS) by a round waiting for one of the backend's slots: while it exists, a worker whose
-    round ends frees its slot instead of handing it straight to its own next round (agent.queue.dispatch)."""
-    return f"agent:gpu:{gpu_id}:waiting"

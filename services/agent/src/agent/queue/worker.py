@@ -1,11 +1,12 @@
 """agent-worker: runs LLM rounds from the GPU queue on one backend, WORKER_SLOTS at a time, and reports its state.
 
-The process has two threads. A second thread runs an asyncio loop that owns the Redis and HTTP clients: the
-dispatcher on it (agent.queue.dispatch) claims rounds from the queues (continuing rounds first) while a slot is
-free and runs each as a task (agent.queue.jobs); between rounds the loop warms the model up and writes this
-worker's status (model present, Ollama version, slots, heartbeat) to Redis every second. The main thread is an
-RQ `SimpleWorker` (agent.queue.rq_adapter.GpuWorker): RQ's registration, heartbeat and signal handling, no
-fork. A warm shutdown (SIGTERM) stops claiming and waits for the rounds under way; a second one aborts them.
+The rounds run in WORKER_SLOTS slot processes (agent.queue.slot), each RQ's SimpleWorker running one round at
+a time. This process keeps what RQ has no place for: the status the API reads (model present, warm-up, slots,
+a heartbeat every second: agent.queue.registry), one model warm-up for the backend rather than one per slot,
+the /metrics port for all its slot processes, and the slot processes themselves (started, restarted when one
+dies, stopped together). SIGTERM is passed on to them: the first lets the rounds under way finish, a second
+aborts them. The per-round part of what RQ lacks (pings, the cancel flag, the backend's counted slot lock)
+lives in agent.queue.writer.
 """
 
 from __future__ import annotations
@@ -14,95 +15,66 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
+import signal
 import socket
-import threading
+import subprocess
+import sys
+import tempfile
 import time
 import uuid
-from concurrent import futures
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import redis.asyncio as aioredis
 import structlog
-import uvloop
-from prometheus_client import start_http_server
-from redis import Redis
-from redis.asyncio.retry import Retry as AsyncRetry
-from redis.backoff import ExponentialBackoff
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 from redis.exceptions import RedisError
-from redis.retry import Retry
 
 from agent import cli
 from agent.backends.engine import engine_status
 from agent.backends.models import has_model
 from agent.backends.ollama import pull_hint, warm_up
-from agent.metrics import GPU_BUSY, MODEL_PRESENT, OLLAMA_UP
-from agent.queue import jobs, keys
-from agent.queue.dispatch import Dispatcher
-from agent.queue.rq_adapter import gpu_worker
-from agent.redisconn import connection_options, fix_hint, redacted
+from agent.metrics import MODEL_PRESENT, OLLAMA_UP
+from agent.queue import keys
+from agent.queue.slot import connect
+from agent.redisconn import connection_options
 from agent.settings import Settings, get_settings
 from agent_contract.logs import configure
 
 STATUS_EVERY = 1.0
 PROBE_EVERY = 15.0  # re-read /api/tags this often (faster while Ollama or the model is missing)
+CHECK_EVERY = 0.2  # s between looks at the slot processes
+STOP_WAIT = 10.0  # s: at most this long the status loop may take to end
+RESTART_AFTER = 1.0  # s: a slot process that died is started again no sooner (one that cannot start is not a spin)
 
 log = structlog.get_logger("agent.queue.worker")
-
-
-def _async_redis(settings: Settings) -> aioredis.Redis:
-    # One quick retry survives a pooled connection that a Redis restart closed; no 10-retry backoff.
-    return aioredis.Redis.from_url(
-        settings.redis_url,
-        **connection_options(settings),
-        decode_responses=False,  # the round's claim returns its job hash, compressed bytes (agent.queue.dispatch)
-        socket_timeout=5,
-        socket_connect_timeout=2,
-        retry=AsyncRetry(ExponentialBackoff(cap=0.2, base=0.05), 1),
-    )
-
-
-def start_runtime(settings: Settings, worker_id: str, burst: bool = False) -> jobs.Runtime:
-    """Start the event-loop thread and build the clients and the dispatcher on it (not yet claiming). The loop is
-    uvloop's: every round's hand-over is a chain of socket reads and writes and callbacks on it, and with uvloop
-    the gap between two generations measured 4.4-4.6 ms against 4.7-5.1 ms (three interleaved pairs)."""
-    loop = uvloop.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="agent-worker-loop", daemon=True)
-    thread.start()
-
-    async def build() -> jobs.Runtime:
-        timeout = httpx.Timeout(settings.round_timeout_seconds, connect=5.0)
-        hooks = {"request": [jobs.mark_sent]}
-        http = httpx.AsyncClient(timeout=timeout, headers=settings.model_headers(), event_hooks=hooks)
-        redis = _async_redis(settings)
-        holder: list[jobs.Runtime] = []
-        dispatcher = Dispatcher(
-            redis,
-            worker_id,
-            settings.gpu_id,
-            settings.worker_slots,
-            start=lambda claim: jobs.execute_round(holder[0], claim),
-            burst=burst,
-        )
-        holder.append(jobs.Runtime(settings, worker_id, loop, redis, http, dispatcher))
-        return holder[0]
-
-    return asyncio.run_coroutine_threadsafe(build(), loop).result()
 
 
 class StatusReporter:
     """Warms the model up with the rounds' own options and publishes this worker's status to Redis."""
 
-    def __init__(self, rt: jobs.Runtime) -> None:
-        self.rt = rt
+    def __init__(
+        self,
+        settings: Settings,
+        worker: str,
+        redis: aioredis.Redis,
+        http: httpx.AsyncClient,
+        slot_names: Callable[[], list[str]] = list,
+    ) -> None:
+        self.settings, self.worker, self.redis, self.http = settings, worker, redis, http
+        self.slot_names = slot_names  # the RQ names of the slot processes running now
         self.status: dict[str, Any] = {
-            "worker": rt.worker_id,
-            "gpu_id": rt.settings.gpu_id,
-            "ollama_url": rt.settings.model_endpoint(),
-            "protocol": rt.settings.model_protocol,
-            "model": rt.settings.ollama_model,
+            "worker": worker,
+            "gpu_id": settings.gpu_id,
+            "ollama_url": settings.model_endpoint(),
+            "protocol": settings.model_protocol,
+            "model": settings.ollama_model,
             "pid": os.getpid(),
-            "slots": rt.settings.worker_slots,
+            "slots": settings.worker_slots,
             "ollama_reachable": False,
             "model_present": False,
             "warmed": False,
@@ -113,13 +85,19 @@ class StatusReporter:
             "detail": "starting",
         }
         self._probed = 0.0
+        self.stopped = asyncio.Event()
 
     async def run(self) -> None:
-        while True:
+        """Until `stopped` is set. A flag, not only a cancellation: once, in tests, agent-worker did not exit after
+        its slot processes had, idle in its event loop (cause not found; a cancellation lost in a call under way
+        would do it). supervise() sets the flag, then cancels."""
+        while not self.stopped.is_set():
             if time.monotonic() - self._probed >= self._probe_interval():
                 await self.probe()
             await self.publish()
-            await asyncio.sleep(STATUS_EVERY)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(STATUS_EVERY):
+                    await self.stopped.wait()
 
     def _probe_interval(self) -> float:
         healthy = self.status["model_present"] and self.status["warmed"]
@@ -127,8 +105,8 @@ class StatusReporter:
 
     async def probe(self) -> None:
         self._probed = time.monotonic()
-        settings, url = self.rt.settings, self.rt.ollama_url
-        status = await engine_status(self.rt.http, settings)
+        settings, url = self.settings, self.settings.model_endpoint()
+        status = await engine_status(self.http, settings)
         present = has_model(status.models, settings.ollama_model)
         self.status.update(
             ollama_reachable=status.reachable,
@@ -151,10 +129,10 @@ class StatusReporter:
             await self.warm_up()
 
     async def warm_up(self) -> None:
-        settings = self.rt.settings
+        settings = self.settings
         started = time.monotonic()
         options = settings.round_options()
-        warmed, detail = await warm_up(self.rt.http, self.rt.ollama_url, settings.ollama_model, options)
+        warmed, detail = await warm_up(self.http, settings.model_endpoint(), settings.ollama_model, options)
         self.status.update(warmed=warmed, detail=detail)
         log.info(
             "model_warmed" if warmed else "model_warm_up_failed",
@@ -165,19 +143,82 @@ class StatusReporter:
         )
 
     async def publish(self) -> None:
+        """The status, once a slot process listens on the queues (RQ registered it): the API counts this worker
+        as able to run rounds from then on."""
         self.status["heartbeat"] = time.time()
         try:
-            pipe = self.rt.redis.pipeline(transaction=False)
-            pipe.set(keys.worker_status_key(self.rt.worker_id), json.dumps(self.status), ex=keys.STATUS_TTL)
-            pipe.sadd(keys.WORKERS_SET, self.rt.worker_id)
+            names = self.slot_names()
+            if not names or not await self.redis.exists(*(keys.rq_worker_key(name) for name in names)):
+                return
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.set(keys.worker_status_key(self.worker), json.dumps(self.status), ex=keys.STATUS_TTL)
+            pipe.sadd(keys.WORKERS_SET, self.worker)
             await pipe.execute()
-        except RedisError as exc:  # Redis restarting: the RQ loop reconnects too; keep trying
+        except RedisError as exc:  # Redis restarting: keep trying
             log.warning("status_publish_failed", error=str(exc))
 
     async def withdraw(self) -> None:
         with contextlib.suppress(RedisError):
-            await self.rt.redis.delete(keys.worker_status_key(self.rt.worker_id))
-            await self.rt.redis.srem(keys.WORKERS_SET, self.rt.worker_id)
+            await self.redis.delete(keys.worker_status_key(self.worker))
+            await self.redis.srem(keys.WORKERS_SET, self.worker)
+
+
+@dataclass
+class SlotProcesses:
+    """The WORKER_SLOTS slot processes: started, restarted when one dies (unless stopping or --burst), signalled."""
+
+    worker: str
+    slots: int
+    burst: bool
+    metrics_dir: str
+    procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)  # slot → its process
+    names: dict[int, str] = field(default_factory=dict)  # slot → its process's RQ worker name
+    died: dict[int, float] = field(default_factory=dict)  # slot → when its process died (monotonic)
+    stopping: bool = False
+    failed: bool = False
+    _serial: int = 0
+
+    def start(self) -> None:
+        for slot in range(self.slots):
+            self._spawn(slot)
+
+    def _spawn(self, slot: int) -> None:
+        self._serial += 1
+        name = f"{self.worker}.{slot}.{self._serial}"  # RQ refuses a name whose dead owner's key has not expired
+        self.names[slot] = name
+        cmd = [sys.executable, "-m", "agent.queue.slot", name, "--parent", str(os.getpid())]
+        env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": self.metrics_dir}  # read when prometheus_client loads
+        self.procs[slot] = subprocess.Popen([*cmd, *(["--burst"] if self.burst else [])], env=env)
+
+    def check(self) -> None:
+        """Reap the slot processes that ended; start again those that died while the worker runs."""
+        for slot, proc in list(self.procs.items()):
+            code = proc.poll()
+            if code is None:
+                continue
+            del self.procs[slot]
+            mark_process_dead(proc.pid, self.metrics_dir)  # type: ignore[no-untyped-call]
+            if code != 0:
+                self.failed = self.failed or self.burst or self.stopping
+                log.warning("slot_process_died", slot=slot, pid=proc.pid, exit_code=code)
+            if not (self.stopping or self.burst):
+                self.died[slot] = time.monotonic()
+        for slot, when in list(self.died.items()):
+            if not self.stopping and time.monotonic() - when >= RESTART_AFTER:
+                del self.died[slot]
+                self._spawn(slot)
+
+    def signal(self) -> None:
+        """SIGTERM to every slot process: the first is a warm shutdown, one more a cold one (RQ's rule)."""
+        self.stopping = True
+        self.died.clear()
+        for proc in self.procs.values():
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+
+    @property
+    def done(self) -> bool:
+        return not self.procs and not self.died
 
 
 def worker_id(settings: Settings) -> str:
@@ -185,84 +226,66 @@ def worker_id(settings: Settings) -> str:
     return f"{settings.gpu_id}.{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:6]}"
 
 
-def _connect(settings: Settings) -> Redis:
-    """The RQ connection, checked once: Redis down at start is one line naming the URL, not a traceback."""
-    try:
-        options = connection_options(settings)
-    except ValueError as exc:  # an unreadable password or TLS file, TLS files with a redis:// URL
-        raise cli.UsageError(str(exc)) from exc
-    conn = Redis.from_url(
-        settings.redis_url,
-        **options,
-        socket_connect_timeout=2,
-        health_check_interval=30,
-        retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
+def serve_metrics(settings: Settings, metrics_dir: str) -> None:
+    """One /metrics for the worker: its slot processes' metrics (prometheus_client's multiprocess files; the
+    gauges say how they combine, agent.metrics) and this process's model probes."""
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=metrics_dir)  # type: ignore[no-untyped-call]
+    registry.register(OLLAMA_UP)
+    registry.register(MODEL_PRESENT)
+    start_http_server(settings.worker_metrics_port, addr=settings.worker_metrics_host, registry=registry)
+
+
+async def supervise(settings: Settings, wid: str, slots: SlotProcesses) -> int:
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, slots.signal)
+    redis = aioredis.Redis.from_url(
+        settings.redis_url, **connection_options(settings), socket_timeout=5, socket_connect_timeout=2
     )
+    http = httpx.AsyncClient(
+        timeout=httpx.Timeout(settings.round_timeout_seconds, connect=5.0), headers=settings.model_headers()
+    )
+    reporter = StatusReporter(settings, wid, redis, http, lambda: [slots.names[k] for k in slots.procs])
+    status = asyncio.create_task(reporter.run())
     try:
-        conn.ping()
-    except RedisError as exc:
-        raise cli.UsageError(
-            f"Redis unreachable at {redacted(settings.redis_url)} ({type(exc).__name__}: {exc}). {fix_hint(exc)}"
-        ) from exc
-    return conn
+        slots.start()
+        while not slots.done:
+            await asyncio.sleep(CHECK_EVERY)
+            slots.check()
+    finally:
+        reporter.stopped.set()
+        await asyncio.wait({status}, timeout=STOP_WAIT)  # a probe under way ends within its HTTP timeout
+        status.cancel()  # past that; asyncio.run waits for it, and the flag ends its loop even if this is lost
+        await reporter.withdraw()
+        await http.aclose()
+        await redis.aclose()
+    return 1 if slots.failed else 0
 
 
 def work(burst: bool) -> int:
     settings = get_settings()
     configure(settings.log_level, service="agent-worker")
-    conn = _connect(settings)
-    start_http_server(settings.worker_metrics_port, addr=settings.worker_metrics_host)
-    GPU_BUSY.labels(settings.gpu_id).set(0)
-    wid = worker_id(settings)
-    rt = start_runtime(settings, wid, burst)
-    reporter = StatusReporter(rt)
-    status_task = asyncio.run_coroutine_threadsafe(reporter.run(), rt.loop)
-    dispatcher = rt.dispatcher
-
-    def stop_claiming() -> None:  # the signal handler runs on the main thread; the dispatcher lives on the loop
-        rt.loop.call_soon_threadsafe(dispatcher.stop)
-
-    worker = gpu_worker(conn, wid, dispatcher.finished, stop_claiming)
-    log.info(
-        "worker_started",
-        worker=wid,
-        gpu_id=settings.gpu_id,
-        model_url=settings.model_endpoint(),
-        protocol=settings.model_protocol,
-        slots=settings.worker_slots,
-        metrics_port=settings.worker_metrics_port,
-    )
-    rt.loop.call_soon_threadsafe(dispatcher.begin)
-    cold = True
+    connect(settings).close()  # Redis down at start: one line naming it, before any slot process starts
+    metrics_dir = tempfile.mkdtemp(prefix="agent-worker-metrics-")
     try:
-        rq_level = "DEBUG" if settings.log_level.upper() == "DEBUG" else "WARNING"
-        worker.work(burst=burst, logging_level=rq_level)
-        cold = False
-    finally:
-        drain(rt, abort=cold)
-        status_task.cancel()
-        asyncio.run_coroutine_threadsafe(reporter.withdraw(), rt.loop).result(timeout=5)
+        serve_metrics(settings, metrics_dir)
+        wid = worker_id(settings)
+        slots = SlotProcesses(wid, settings.worker_slots, burst, metrics_dir)
+        log.info(
+            "worker_started",
+            worker=wid,
+            gpu_id=settings.gpu_id,
+            model_url=settings.model_endpoint(),
+            protocol=settings.model_protocol,
+            slots=settings.worker_slots,
+            metrics_port=settings.worker_metrics_port,
+        )
+        code = asyncio.run(supervise(settings, wid, slots))
         log.info("worker_stopped", worker=wid)
-    return 1 if dispatcher.failed is not None else 0
-
-
-def drain(rt: jobs.Runtime, abort: bool) -> None:
-    """Stop claiming and let the rounds under way finish (warm shutdown, or --burst with empty queues). A cold
-    shutdown (RQ raises SystemExit on the second SIGTERM) aborts them instead, and each still writes its error."""
-    waiting = asyncio.run_coroutine_threadsafe(rt.dispatcher.drain(), rt.loop)
-    try:
-        while not abort:
-            with contextlib.suppress(futures.TimeoutError):
-                waiting.result(timeout=1.0)  # short waits: the second SIGTERM interrupts them
-                return
-    except BaseException:
-        abort = True
-        raise
+        return code
     finally:
-        if abort:
-            jobs.stop_rounds(rt, "worker_shutdown")
-            with contextlib.suppress(Exception):
-                waiting.result(timeout=5.0)
+        shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,6 @@ from agent.queue.keys import (
     ROUND_TIMES,
     ROUND_TIMES_KEPT,
     STREAM_TTL,
-    WAITING_TTL_MS,
     cancel_key,
     events_key,
 )
@@ -39,19 +38,14 @@ PING_INTERVAL = 0.5  # seconds of silence after which the worker writes a ping
 # batch per token of a 200 tokens/s fake). A token waits 10 ms at most; close() sends what waits at once.
 BATCH_INTERVAL = 0.01
 LOCK_REFRESH = 1.0
-LOCK_POLL = 0.005  # only a second worker on the same GPU (or a slot of a killed one) ever waits here
+LOCK_POLL = 0.005  # only rounds of a second worker on the same GPU (or a killed one's slots) make a round wait
 
 _REFRESH = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
-# KEYS: the slot keys, then the waiting marker. Takes the first free slot (its 1-based index; the marker goes, a
-# round still waiting sets it again at its next poll) or marks a wait.
+# KEYS: the slot keys. Takes the first free one; reply: its 1-based index, or 0 while all are held.
 _TAKE = """
-for i = 1, #KEYS - 1 do
-  if redis.call('set', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    redis.call('del', KEYS[#KEYS])
-    return i
-  end
+for i = 1, #KEYS do
+  if redis.call('set', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then return i end
 end
-redis.call('set', KEYS[#KEYS], '1', 'PX', ARGV[3])
 return 0
 """
 RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
@@ -75,36 +69,38 @@ class RoundControl:
 class GpuLock:
     """A counted lock in Redis: one `SET NX PX` key per slot of the backend (agent.queue.keys.gpu_slot_keys).
 
-    At most WORKER_SLOTS rounds hold one at a time, whichever worker runs them, even a second worker started
-    on the same GPU by mistake. A round usually gets its slot from the dispatcher's claim (agent.queue.dispatch);
-    it waits here only while other workers' rounds hold them all, marking the wait so that no worker hands its
-    slot on past it. The EventWriter refreshes the slot while the round streams and releases it with the last
-    events, unless the round handed it over; a killed worker's slots expire after LOCK_TTL_MS.
+    At most WORKER_SLOTS rounds hold one at a time, whichever worker process runs them: the slot processes of
+    one agent-worker, and those of a second agent-worker (another host) given the same GPU_ID. A round takes
+    its slot before it asks the model, waiting here while other rounds hold them all; the EventWriter refreshes
+    it while the round streams and releases it with the last events; a killed worker's slots expire after
+    LOCK_TTL_MS. RQ has no per-resource concurrency limit (its 2.x workers run whatever they pop).
     """
 
-    def __init__(self, redis: aioredis.Redis, keys: list[str], token: str, waiting_key: str, held: str = "") -> None:
-        self.redis, self.keys, self.token, self.waiting_key = redis, keys, token, waiting_key
-        self.key: str | None = held or None  # the slot held
+    def __init__(self, redis: aioredis.Redis, keys: list[str], token: str) -> None:
+        self.redis, self.keys, self.token = redis, keys, token
+        self.key: str | None = None  # the slot held
         self.refreshed = time.monotonic()
 
     @property
     def held(self) -> bool:
         return self.key is not None
 
-    async def acquire(self) -> None:
-        # The slots live in Redis (shared with other workers), so there is no local Event to wait on.
-        args: list[str | int] = [*self.keys, self.waiting_key, self.token, LOCK_TTL_MS, WAITING_TTL_MS]
-        while not (index := await self.redis.eval(_TAKE, len(self.keys) + 1, *args)):  # noqa: ASYNC110
-            await asyncio.sleep(LOCK_POLL)
-        self.key, self.refreshed = self.keys[int(index) - 1], time.monotonic()
-
-    def hand_over(self) -> tuple[str, str] | None:
-        """Give up the slot held, as (key, token), to the dispatcher: its next claim passes the key to the next
-        round or frees it. From now on this round's writer neither refreshes nor releases it."""
-        if self.key is None:
-            return None
-        key, self.key = self.key, None
-        return key, self.token
+    async def acquire(self, cancel_key: str) -> str:
+        """Take a free slot, or return the round's cancel flag as soon as it is set ('' once a slot is taken; a
+        slot taken with the flag is released by the round's last write). One round trip (the flag's GET and the
+        take, pipelined) when a slot is free, as it is unless rounds of another worker on this GPU hold them."""
+        while True:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.get(cancel_key)
+            pipe.eval(_TAKE, len(self.keys), *self.keys, self.token, LOCK_TTL_MS)
+            flag, index = await pipe.execute()
+            if index:
+                self.key, self.refreshed = self.keys[int(index) - 1], time.monotonic()
+            if flag:
+                return flag.decode() if isinstance(flag, bytes) else str(flag)
+            if index:
+                return ""
+            await asyncio.sleep(LOCK_POLL)  # the slots live in Redis, shared: no local Event to wait on
 
     def refresh_due(self) -> bool:
         return self.held and time.monotonic() - self.refreshed >= LOCK_REFRESH
@@ -238,7 +234,7 @@ class EventWriter:
                     await self._closing.wait()
 
     async def close(self) -> None:
-        """Send the last events and the round time, and release the slot unless it was handed over."""
+        """Send the last events and the round time, and release the slot."""
         self._closing.set()  # also ends the rest between two batches
         self._wake.set()
         if self._task is not None:

@@ -1,0 +1,220 @@
+"""One round on a slot process's event loop: its slot, its model request, its events, and how it ends early.
+
+`execute_round` takes a slot of the backend's counted lock (reading the round's cancel flag in the same round
+trip), sends the model request and relays the model's events to the round's stream (agent.queue.writer, entry
+kinds in agent.queue.events); `accepted` and `started` go out once the model request is written (an httpcore
+trace callback, FLUSH_AFTER at most). A client that goes away sets the cancel flag; the writer's next write
+sees it and the round's task is cancelled, which closes the model's stream (Ollama stops generating on
+disconnect). `abort_round` stops a round for the process (RQ's job timeout, a cold shutdown): it still writes
+its error before it frees its slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncGenerator, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import httpx
+import redis.asyncio as aioredis
+import structlog
+
+from agent.backends.base import RoundDone, RoundEvent, RoundRequest, event_to_dict
+from agent.backends.engine import stream_engine
+from agent.backends.ollama import record_round, round_timeout_message
+from agent.errors import AgentError, DependencyDown, QueueTimeout, UpstreamError, UpstreamTimeout
+from agent.metrics import GPU_BUSY, GPU_ROUNDS
+from agent.queue.events import error_entry
+from agent.queue.keys import cancel_key, gpu_slot_keys
+from agent.queue.writer import EventWriter, GpuLock, RoundControl
+from agent.settings import Settings
+
+log = structlog.get_logger("agent.queue.running")
+FLUSH_AFTER = 0.05  # s: a round's first events wait at most this long for its model request to be written
+
+# The round whose task is running: the model client's request hook (mark_sent) tells it when its request is written.
+SENDING: ContextVar[Callable[[], None] | None] = ContextVar("sending", default=None)
+_SENT = "http11.send_request_body.complete"
+
+
+async def mark_sent(request: httpx.Request) -> None:
+    """httpx request hook of the worker's model client. It runs in the task of the round sending the request, so
+    it can give the request an httpcore trace callback that tells that round how far its request got."""
+    tell = SENDING.get()
+    if tell is None:
+        return
+
+    async def trace(event: str, info: dict[str, Any]) -> None:
+        if event == _SENT:
+            tell()
+
+    request.extensions["trace"] = trace
+
+
+@dataclass
+class Runtime:
+    """What a slot process lends its rounds: an event loop in a thread, and clients bound to it."""
+
+    settings: Settings
+    worker_id: str
+    loop: asyncio.AbstractEventLoop
+    redis: aioredis.Redis
+    http: httpx.AsyncClient
+    rounds: dict[str, RoundControl] = field(default_factory=dict)  # job id → round under way (event loop only)
+    aborted: dict[str, str] = field(default_factory=dict)  # job id → why, for an abort that came before its start
+    generating: int = 0  # rounds streaming from the model now (GPU_BUSY, GPU_ROUNDS)
+
+    @property
+    def ollama_url(self) -> str:
+        return self.settings.model_endpoint()
+
+
+def _once(action: Callable[[], None]) -> Callable[[], None]:
+    done = False
+
+    def once() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            action()
+
+    return once
+
+
+def abort_round(rt: Runtime, job_id: str, reason: str) -> None:
+    """On the event loop: stop the round (it writes its error before it frees its slot)."""
+    control = rt.rounds.get(job_id)
+    if control is None:
+        rt.aborted[job_id] = reason
+    else:
+        control.abort(reason)
+
+
+async def execute_round(rt: Runtime, job_id: str, request_dict: dict[str, Any], enqueued_at: float) -> dict[str, Any]:
+    """Take a slot, start the model request, stream its events into the event stream; never raises AgentError."""
+    task = asyncio.current_task()
+    assert task is not None
+    control = rt.rounds[job_id] = RoundControl(task)
+    structlog.contextvars.bind_contextvars(job_id=job_id)
+    settings = rt.settings
+    lock = GpuLock(rt.redis, gpu_slot_keys(settings.gpu_id, settings.worker_slots), f"{rt.worker_id}:{job_id}")
+    writer = EventWriter(rt.redis, job_id, control, lock)
+    SENDING.set(writer.flush)
+    outcome: dict[str, Any] = {"outcome": "error"}
+    try:
+        # Held until the model request is written (or FLUSH_AFTER): it goes out before these writes.
+        writer.put({"kind": "accepted", "worker": rt.worker_id}, hold=True)
+        rt.loop.call_later(FLUSH_AFTER, writer.flush)
+        if job_id in rt.aborted:
+            control.abort(rt.aborted.pop(job_id))
+            await asyncio.sleep(0)
+        request = RoundRequest.from_dict(request_dict)
+        structlog.contextvars.bind_contextvars(request_id=request.request_id)
+        waited = await _wait_for_slot(settings, lock, writer, enqueued_at)
+        writer.put({"kind": "started", "queue_wait_s": round(waited, 6)}, hold=True)
+        log.info("round_started", model=request.model, round=request.round, queue_wait_s=round(waited, 4))
+        outcome = await _generate(rt, request, writer, enqueued_at)
+    except asyncio.CancelledError:
+        if control.reason is None:
+            raise
+        task.uncancel()
+        outcome = _aborted(control, writer)
+    except AgentError as exc:
+        writer.put(error_entry(exc))
+        log.warning("round_failed", error=type(exc).__name__, detail=exc.message)
+    except Exception as exc:
+        writer.put(error_entry(UpstreamError(f"agent-worker failed: {type(exc).__name__}: {exc}")))
+        log.exception("round_crashed")
+    finally:
+        control.finished = True  # from here on an abort must not cancel the last write
+        await writer.close()  # the last events, the round time and the slot's release: one round trip
+        del rt.rounds[job_id]
+        rt.aborted.pop(job_id, None)
+        structlog.contextvars.unbind_contextvars("request_id", "job_id")
+    return outcome
+
+
+async def _wait_for_slot(settings: Settings, lock: GpuLock, writer: EventWriter, enqueued_at: float) -> float:
+    """Take a slot of the backend within QUEUE_TIMEOUT_SECONDS (rounds of another worker on the same GPU may hold
+    them all), unless the API cancelled the round meanwhile; return the round's whole wait."""
+    waited = time.time() - enqueued_at
+    if waited > settings.queue_timeout_seconds:
+        raise QueueTimeout(_queue_timeout_message(settings, waited))
+    try:
+        async with asyncio.timeout(settings.queue_timeout_seconds - waited):
+            flag = await lock.acquire(cancel_key(writer.job_id))
+    except TimeoutError as exc:
+        raise QueueTimeout(_queue_timeout_message(settings, time.time() - enqueued_at)) from exc
+    if flag:
+        writer.on_cancel_flag(flag)
+        await asyncio.sleep(0)  # the round's task is cancelled here: the model never hears of it
+    return time.time() - enqueued_at
+
+
+async def _generate(rt: Runtime, request: RoundRequest, writer: EventWriter, enqueued_at: float) -> dict[str, Any]:
+    """Stream the round from the model; its last event waits for close(), which sends it with the slot's release."""
+    _generating(rt, +1)
+    idle = _once(lambda: _generating(rt, -1))  # at the last event: the GPU is idle before the last write
+    started = time.monotonic()
+    done: RoundDone | None = None
+    try:
+        async with asyncio.timeout(rt.settings.round_timeout_seconds):
+            stream = cast(AsyncGenerator[RoundEvent, None], stream_engine(rt.http, rt.settings, request))
+            async with contextlib.aclosing(stream):
+                async for event in stream:
+                    if isinstance(event, RoundDone):
+                        done = event
+                        idle()
+                        writer.put(event_to_dict(event), hold=True)
+                        writer.round_time = time.monotonic() - started
+                    else:
+                        writer.put(event_to_dict(event))
+    except TimeoutError as exc:
+        raise UpstreamTimeout(round_timeout_message(rt.settings.round_timeout_seconds)) from exc
+    finally:
+        idle()
+    gpu_seconds = writer.round_time or time.monotonic() - started
+    record_round(request, done, time.time() - enqueued_at)
+    log.info(
+        "round_finished",
+        model=request.model,
+        round=request.round,
+        gpu_seconds=round(gpu_seconds, 4),
+        completion_tokens=done.completion_tokens if done else 0,
+    )
+    return {"outcome": "done", "gpu_seconds": gpu_seconds}
+
+
+def _generating(rt: Runtime, change: int) -> None:
+    """Per slot process: GPU_BUSY 0/1 and GPU_ROUNDS; agent-worker's /metrics shows their max and sum over its
+    slot processes (agent.metrics: multiprocess modes), so busy is 1 while any slot generates."""
+    rt.generating += change
+    GPU_BUSY.labels(rt.settings.gpu_id).set(1 if rt.generating else 0)
+    GPU_ROUNDS.labels(rt.settings.gpu_id).set(rt.generating)
+
+
+_ABORTED = {
+    "worker_shutdown": "agent-worker was stopped mid-round; try again",
+    "preempted": "client task round preempted by a user round",
+    "lock_lost": "agent-worker lost its GPU lock mid-round (stalled or Redis restarted); try again",
+    "job_timeout": "agent-worker's round passed its RQ job timeout (the model stream stalled); try again",
+}
+
+
+def _aborted(control: RoundControl, writer: EventWriter) -> dict[str, Any]:
+    log.info("round_aborted", reason=control.reason, detail=control.detail)
+    message = _ABORTED.get(control.reason or "")
+    if message is not None:
+        writer.put(error_entry(DependencyDown(message)))
+    return {"outcome": control.reason or "aborted"}
+
+
+def _queue_timeout_message(settings: Settings, waited: float) -> str:
+    return (
+        f"The round waited {waited:.0f} s for the GPU, past QUEUE_TIMEOUT_SECONDS="
+        f"{settings.queue_timeout_seconds:g}: the GPU is busy, try again later"
+    )
