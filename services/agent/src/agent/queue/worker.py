@@ -186,7 +186,7 @@ class SlotProcesses:
         self._serial += 1
         name = f"{self.worker}.{slot}.{self._serial}"  # RQ refuses a name whose dead owner's key has not expired
         self.names[slot] = name
-        cmd = [sys.executable, "-m", "agent.queue.slot", name, "--parent", str(os.getpid())]
+        cmd = [sys.executable, "-P", "-m", "agent.queue.slot", name, "--parent", str(os.getpid())]
         env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": self.metrics_dir}  # read when prometheus_client loads
         self.procs[slot] = subprocess.Popen([*cmd, *(["--burst"] if self.burst else [])], env=env)
 
