@@ -18,6 +18,7 @@ from agent.queue.client import QueueBackend
 from agent.settings import Settings
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import RedisServer
+from tests.support import round_keys
 
 pytestmark = pytest.mark.integration
 queue_redis = queue_fixtures.queue_redis
@@ -44,11 +45,15 @@ async def aconn(conn: Redis, queue_redis: RedisServer) -> AsyncIterator[aioredis
 async def test_push_admits_below_the_limit_and_refuses_at_it_leaving_nothing(
     conn: Redis, aconn: aioredis.Redis
 ) -> None:
-    assert await admit.push(aconn, spec("a"), keys.QUEUE_NEW, 2, False) == admit.Admission(True, 1, 0, 1)
-    assert (await admit.push(aconn, spec("b"), keys.QUEUE_CONTINUING, 2, False)).depth == 2
-    assert await admit.push(aconn, spec("c"), keys.QUEUE_NEW, 2, False) == admit.Admission(False, 2, 0, 2)
+    assert await admit.push(aconn, spec("a"), keys.QUEUE_NEW, 2, False, round_keys.signer()) == admit.Admission(
+        True, 1, 0, 1
+    )
+    assert (await admit.push(aconn, spec("b"), keys.QUEUE_CONTINUING, 2, False, round_keys.signer())).depth == 2
+    assert await admit.push(aconn, spec("c"), keys.QUEUE_NEW, 2, False, round_keys.signer()) == admit.Admission(
+        False, 2, 0, 2
+    )
     assert not conn.exists(keys.rq_job_key("c"))
-    assert (await admit.push(aconn, spec("d"), keys.QUEUE_NEW, admit.NO_LIMIT, True)).depth == 3
+    assert (await admit.push(aconn, spec("d"), keys.QUEUE_NEW, admit.NO_LIMIT, True, round_keys.signer())).depth == 3
     assert conn.lrange(keys.rq_queue_key(keys.QUEUE_NEW), 0, -1) == [b"d", b"a"]  # a retry goes first
 
 
@@ -57,7 +62,10 @@ async def test_racing_pushes_never_overshoot_the_limit(conn: Redis, queue_redis:
     clients = [aioredis.Redis(port=queue_redis.port, decode_responses=True) for _ in range(8)]
     try:
         admissions = await asyncio.gather(
-            *(admit.push(clients[i % 8], spec(f"r{i}"), keys.QUEUE_NEW, 10, False) for i in range(60))
+            *(
+                admit.push(clients[i % 8], spec(f"r{i}"), keys.QUEUE_NEW, 10, False, round_keys.signer())
+                for i in range(60)
+            )
         )
     finally:
         for client in clients:
@@ -70,10 +78,10 @@ async def test_racing_pushes_never_overshoot_the_limit(conn: Redis, queue_redis:
 
 async def test_an_admitted_user_round_preempts_every_task_round_under_way(conn: Redis, aconn: aioredis.Redis) -> None:
     for task_id in ("t1", "t2"):
-        assert (await admit.push(aconn, spec(task_id), keys.QUEUE_TASKS, 1, False)).admitted
+        assert (await admit.push(aconn, spec(task_id), keys.QUEUE_TASKS, 1, False, round_keys.signer())).admitted
     assert conn.smembers(keys.TASK_ROUNDS) == {b"t1", b"t2"}
     assert not conn.exists(keys.cancel_key("t1"))  # a task round preempts nobody
-    admission = await admit.push(aconn, spec("user"), keys.QUEUE_NEW, 5, False)
+    admission = await admit.push(aconn, spec("user"), keys.QUEUE_NEW, 5, False, round_keys.signer())
     assert admission == admit.Admission(True, 1, 2, 3)  # the gauge counts the queued task rounds too
     for task_id in ("t1", "t2"):
         assert conn.get(keys.cancel_key(task_id)) == keys.PREEMPT.encode()
@@ -82,13 +90,13 @@ async def test_an_admitted_user_round_preempts_every_task_round_under_way(conn: 
 
 
 async def test_a_refused_task_round_is_not_tracked_and_preempts_nothing(conn: Redis, aconn: aioredis.Redis) -> None:
-    assert (await admit.push(aconn, spec("user"), keys.QUEUE_NEW, 1, False)).admitted
+    assert (await admit.push(aconn, spec("user"), keys.QUEUE_NEW, 1, False, round_keys.signer())).admitted
     task_limit = admit.limit(keys.QUEUE_TASKS, 5, retried=False)
-    refused = await admit.push(aconn, spec("task"), keys.QUEUE_TASKS, task_limit, False)
+    refused = await admit.push(aconn, spec("task"), keys.QUEUE_TASKS, task_limit, False, round_keys.signer())
     assert refused == admit.Admission(False, 1, 0, 1)  # a user round waits
     assert not conn.exists(keys.TASK_ROUNDS, keys.rq_job_key("task"))
     conn.sadd(keys.TASK_ROUNDS, "running-task")
-    assert not (await admit.push(aconn, spec("user2"), keys.QUEUE_NEW, 1, False)).admitted
+    assert not (await admit.push(aconn, spec("user2"), keys.QUEUE_NEW, 1, False, round_keys.signer())).admitted
     assert not conn.exists(keys.cancel_key("running-task"))  # only an admitted user round preempts
 
 

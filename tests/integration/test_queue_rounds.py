@@ -30,6 +30,7 @@ from tests.fakes.control import FakeOllama, serve_in_loop
 from tests.fakes.fake_ollama import FakeState
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import RedisServer, Workers, answer, open_backend, request
+from tests.support import round_keys
 from tests.support.procs import VENV_BIN, free_port, start, wait_until
 
 pytestmark = pytest.mark.integration
@@ -204,7 +205,9 @@ async def push(sync: redis.Redis, queue: str, text: str, limited: bool = True) -
     spec = admit.JobSpec(job_id, (round_request(text), time.time(), job_id), 60, 600, f"round of {text}")
     client = aioredis.Redis(port=sync.connection_pool.connection_kwargs["port"])
     try:
-        admission = await admit.push(client, spec, queue, admit.limit(queue, 100, retried=not limited), False)
+        admission = await admit.push(
+            client, spec, queue, admit.limit(queue, 100, retried=not limited), False, round_keys.signer()
+        )
     finally:
         await client.aclose()
     assert admission.admitted

@@ -20,6 +20,7 @@ from agent.backends.base import RoundRequest
 from agent.queue import admit, keys, rq_adapter
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import RedisServer
+from tests.support import round_keys
 
 pytestmark = pytest.mark.integration
 queue_redis = queue_fixtures.queue_redis
@@ -59,8 +60,8 @@ async def aconn(conn: Redis, queue_redis: RedisServer) -> AsyncIterator[aioredis
 
 async def test_push_saves_the_job_rq_itself_would_save(conn: Redis, aconn: aioredis.Redis) -> None:
     """Field for field RQ's enqueue_job hash, the same TTL, the queue in RQ's registry of queues."""
-    args = (admit.request_fields(long_request()), 1.5, "same")
-    assert (await admit.push(aconn, spec("ours", args), keys.QUEUE_NEW, 5, False)).admitted
+    args = (admit.request_fields(long_request()), 1.5, "ours")
+    assert (await admit.push(aconn, spec("ours", args), keys.QUEUE_NEW, 5, False, round_keys.signer())).admitted
     queue = Queue(keys.QUEUE_NEW, connection=conn, serializer=JSONSerializer)
     job = queue.create_job(
         rq_adapter.JOB_FUNCTION,
@@ -74,7 +75,10 @@ async def test_push_saves_the_job_rq_itself_would_save(conn: Redis, aconn: aiore
     )
     queue.enqueue_job(job)  # RQ's own pipeline, executed by RQ on the sync client
     ours, rqs = job_hash(conn, "ours"), job_hash(conn, "rqs")
-    assert zlib.decompress(ours.pop(b"data")) == zlib.decompress(rqs.pop(b"data"))  # RQ's JSON text, byte for byte
+    call = zlib.decompress(ours.pop(b"data"))
+    assert call == zlib.decompress(rqs.pop(b"data"))  # RQ's JSON text, byte for byte
+    meta = JSONSerializer.loads(ours.pop(b"meta"))  # RQ's own field, holding agent-api's signature of the call
+    assert round_keys.verifier(max_age=1e12).refusal("ours", call, {}, meta) is None
     assert {k: v for k, v in ours.items() if k not in TIMESTAMPS} == {
         k: v for k, v in rqs.items() if k not in TIMESTAMPS
     }
@@ -88,7 +92,7 @@ async def test_rq_and_the_worker_read_a_pushed_round_back_exactly(conn: Redis, a
     request = long_request()
     assert len(json.dumps(request.to_dict(), ensure_ascii=False).encode()) > 15_000
     args = (admit.request_fields(request), 1733.25, "j1")
-    assert (await admit.push(aconn, spec("j1", args), keys.QUEUE_CONTINUING, 5, False)).admitted
+    assert (await admit.push(aconn, spec("j1", args), keys.QUEUE_CONTINUING, 5, False, round_keys.signer())).admitted
     job = Job.fetch("j1", connection=conn, serializer=JSONSerializer)
     assert (job.func_name, job.timeout, job.ttl, job.origin) == (rq_adapter.JOB_FUNCTION, 60, 60, keys.QUEUE_CONTINUING)
     assert (job.result_ttl, job.failure_ttl, job.description, job.get_status()) == (60, 3600, "t", "queued")
@@ -99,10 +103,10 @@ async def test_rq_and_the_worker_read_a_pushed_round_back_exactly(conn: Redis, a
 
 async def test_push_works_on_a_redis_that_forgot_the_script(conn: Redis, aconn: aioredis.Redis) -> None:
     """EVALSHA first; a restarted Redis (or SCRIPT FLUSH) answers NOSCRIPT and the script is sent once."""
-    assert (await admit.push(aconn, spec("a"), keys.QUEUE_NEW, 5, False)).admitted
+    assert (await admit.push(aconn, spec("a"), keys.QUEUE_NEW, 5, False, round_keys.signer())).admitted
     conn.script_flush()
-    assert (await admit.push(aconn, spec("b"), keys.QUEUE_NEW, 5, False)).depth == 2
-    assert (await admit.push(aconn, spec("c"), keys.QUEUE_NEW, 5, False)).depth == 3
+    assert (await admit.push(aconn, spec("b"), keys.QUEUE_NEW, 5, False, round_keys.signer())).depth == 2
+    assert (await admit.push(aconn, spec("c"), keys.QUEUE_NEW, 5, False, round_keys.signer())).depth == 3
     assert conn.lrange(keys.rq_queue_key(keys.QUEUE_NEW), 0, -1) == [b"a", b"b", b"c"]
 
 
@@ -111,5 +115,5 @@ async def test_the_job_names_the_function_rq_adapter_names_at_push_time(
 ) -> None:
     """scripts/bench-queue --rq points the jobs at RQ's own worker function by setting rq_adapter.JOB_FUNCTION."""
     monkeypatch.setattr(rq_adapter, "JOB_FUNCTION", "tests.bench.rq_round.run_round")
-    assert (await admit.push(aconn, spec("b"), keys.QUEUE_NEW, 5, False)).admitted
+    assert (await admit.push(aconn, spec("b"), keys.QUEUE_NEW, 5, False, round_keys.signer())).admitted
     assert Job.fetch("b", connection=conn, serializer=JSONSerializer).func_name == "tests.bench.rq_round.run_round"

@@ -48,6 +48,10 @@ def serve(listen_fd: int, parent_fd: int | None) -> int:
         settings.mcp_secret()  # read now: an unreadable MCP_TOKEN_FILE is a start-up error, not a 503 later
         if settings.model_backend == "queue" or settings.rate_limit_backend == "redis":
             connection_options(settings)  # the same for REDIS_PASSWORD_FILE and the TLS files
+        if settings.model_backend == "queue":
+            from agent.queue.guard import RoundSigner
+
+            RoundSigner(settings.round_signing_secret())  # queue mode signs every round: no key, no start
         app = create_app(settings)
     except ValueError as exc:  # PolicyError, SecretFileError, an unreadable audit key
         structlog.get_logger("agent").error("config_refused", error=str(exc))

@@ -67,6 +67,16 @@ class Settings(BaseSettings):
     mcp_token_file: Path | None = None
     """a file holding the MCP token, read when `MCP_TOKEN` is unset (docker secrets)"""
 
+    round_signing_key: SecretStr | None = None
+    """agent-api, queue mode: the Ed25519 key (32 bytes, base64) it signs every round it enqueues with; only
+    agent-api holds it (compose: secrets-init writes it; docs/security.md, "Signed rounds")"""
+    round_signing_key_file: Path | None = None
+    """a file holding `ROUND_SIGNING_KEY`"""
+    round_verify_key: str | None = None
+    """agent-worker: agent-api's public round key (base64); a job without a valid signature never runs"""
+    round_verify_key_file: Path | None = None
+    """a file holding `ROUND_VERIFY_KEY` (compose: secrets-init; a worker host: `scripts/worker-host add` prints it)"""
+
     max_tool_rounds: int = Field(default=5, ge=0, le=20)
     """tool rounds before one final answer without tools (0–20)"""
     keep_client_system: bool = False
@@ -222,6 +232,8 @@ class Settings(BaseSettings):
         "redis_tls_ca_file",
         "redis_tls_cert_file",
         "redis_tls_key_file",
+        "round_signing_key_file",
+        "round_verify_key_file",
         mode="before",
     )
     @classmethod
@@ -232,6 +244,20 @@ class Settings(BaseSettings):
     def mcp_secret(self) -> str | None:
         """The bearer token for the MCP server: MCP_TOKEN, else the contents of MCP_TOKEN_FILE."""
         return read_secret(self.mcp_token, self.mcp_token_file, "MCP_TOKEN")
+
+    def round_signing_secret(self) -> str:
+        """ROUND_SIGNING_KEY or its file; agent-api in queue mode cannot enqueue a round without it."""
+        key = read_secret(self.round_signing_key, self.round_signing_key_file, "ROUND_SIGNING_KEY")
+        if not key:
+            raise ValueError("ROUND_SIGNING_KEY_FILE (or ROUND_SIGNING_KEY) is unset: queue mode signs every round")
+        return key
+
+    def round_verify_secret(self) -> str:
+        """ROUND_VERIFY_KEY or its file; agent-worker runs no round it cannot verify."""
+        key = read_secret(self.round_verify_key, self.round_verify_key_file, "ROUND_VERIFY_KEY")
+        if not key:
+            raise ValueError("ROUND_VERIFY_KEY_FILE (or ROUND_VERIFY_KEY) is unset: a worker runs only signed rounds")
+        return key
 
     def mcp_token_source(self) -> RotatingSecret:
         """The MCP token, re-read when MCP_TOKEN_FILE changes: a rotation reaches the running API."""

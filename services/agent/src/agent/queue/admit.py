@@ -31,6 +31,7 @@ from redis.exceptions import NoScriptError
 
 from agent.backends.base import RoundRequest
 from agent.queue import keys, rq_adapter, wire
+from agent.queue.guard import META_SIGNATURE, RoundSigner
 
 NO_LIMIT = -1
 _FIELDS = tuple(f.name for f in dataclasses.fields(RoundRequest))
@@ -101,22 +102,26 @@ def limit(queue: str, max_depth: int, retried: bool) -> int:
     return 1 if queue == keys.QUEUE_TASKS else max_depth
 
 
-def job_fields(spec: JobSpec, queue: str, at: datetime | None = None) -> list[Any]:
-    """The job hash RQ's enqueue_job writes for this job, as field, value, field, value…"""
+def job_fields(spec: JobSpec, queue: str, signer: RoundSigner, at: datetime | None = None) -> list[Any]:
+    """The job hash RQ's enqueue_job writes for this job, as field, value, field, value…, and in its `meta`
+    agent-api's signature over the job id and the serialized call (agent.queue.guard: workers run nothing else)."""
     stamp = (at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # RQ's utcformat
-    # RQ's JSONSerializer text, compressed as RQ does but at level 1: a third of level 6's CPU, a little larger
-    data = zlib.compress(json.dumps([rq_adapter.JOB_FUNCTION, None, list(spec.args), {}]).encode(), 1)
+    call = json.dumps([rq_adapter.JOB_FUNCTION, None, list(spec.args), {}]).encode()  # RQ's JSONSerializer text
+    data = zlib.compress(call, 1)  # compressed as RQ does but at level 1: a third of level 6's CPU
+    meta = json.dumps({META_SIGNATURE: signer.sign(spec.job_id, call)})
     empty = ("success_callback_name", "failure_callback_name", "stopped_callback_name", "started_at", "ended_at")
     return [
         "created_at", stamp, "data", data,
         *(item for name in (*empty, "last_heartbeat", "worker_name", "group_id") for item in (name, "")),
         "origin", queue, "description", spec.description, "enqueued_at", stamp,
         "timeout", spec.timeout, "result_ttl", rq_adapter.RESULT_TTL, "failure_ttl", rq_adapter.FAILURE_TTL,
-        "status", "queued", "ttl", spec.ttl,
+        "status", "queued", "ttl", spec.ttl, "meta", meta,
     ]  # fmt: skip
 
 
-async def push(client: aioredis.Redis, spec: JobSpec, queue: str, limit: int, at_front: bool) -> Admission:
+async def push(
+    client: aioredis.Redis, spec: JobSpec, queue: str, limit: int, at_front: bool, signer: RoundSigner
+) -> Admission:
     """Save and admit the job: one EVALSHA (EVAL once per Redis start), one write on a pooled connection."""
     args = (
         7,
@@ -134,7 +139,7 @@ async def push(client: aioredis.Redis, spec: JobSpec, queue: str, limit: int, at
         keys.PREEMPT,
         keys.CANCEL_TTL,
         spec.ttl,
-        *job_fields(spec, queue),
+        *job_fields(spec, queue, signer),
     )
     try:
         reply = await wire.call(client, "EVALSHA", _ADMIT_SHA, *args)

@@ -31,6 +31,7 @@ from agent.metrics import QUEUE_WAIT, REJECTED
 from agent.queue import admit, keys, rounds
 from agent.queue.depth import DepthGauge, estimate_retry_after, refusal
 from agent.queue.events import error_from
+from agent.queue.guard import RoundSigner
 from agent.queue.reader import StreamReader
 from agent.queue.registry import WorkerRegistry, capacity
 from agent.redisconn import connection_options, redacted, ride_through, unreachable
@@ -66,6 +67,7 @@ class QueueBackend:
         self.settings = settings
         self.where = redacted(settings.redis_url)
         self.continuing_first = True
+        self.signer = RoundSigner(settings.round_signing_secret())  # unset: a start-up error, not a 500 per round
         # Each admitted round holds a connection only while its XREAD blocks: depth + running + margin.
         options = connection_options(settings)
         pool = aioredis.BlockingConnectionPool.from_url(
@@ -160,7 +162,7 @@ class QueueBackend:
             description=f"round {rnd.request.round} of request {rnd.request.request_id}",  # never the prompt
         )
         limit = admit.limit(name, settings.max_queue_depth, retried=front)
-        return await admit.push(self.redis, spec, name, limit, at_front=front)
+        return await admit.push(self.redis, spec, name, limit, front, self.signer)
 
     async def _follow(self, rnd: _Round) -> AsyncIterator[RoundEvent]:
         last_seen = checked = time.monotonic()

@@ -22,6 +22,7 @@ from redis.retry import Retry
 from agent import cli
 from agent.metrics import GPU_BUSY, GPU_ROUNDS
 from agent.queue import jobs, rq_adapter
+from agent.queue.guard import RoundVerifier
 from agent.redisconn import connection_options, fix_hint, redacted
 from agent.settings import Settings, get_settings
 from agent_contract.logs import configure
@@ -63,11 +64,15 @@ def work(name: str, parent: int, burst: bool) -> int:
     settings = get_settings()
     configure(settings.log_level, service="agent-worker")
     die_with(parent)
+    try:
+        verifier = RoundVerifier(settings.round_verify_secret(), max_age=settings.queue_timeout_seconds + 60)
+    except ValueError as exc:
+        raise cli.UsageError(str(exc)) from exc
     conn = connect(settings)
     GPU_BUSY.labels(settings.gpu_id).set(0)
     GPU_ROUNDS.labels(settings.gpu_id).set(0)
     rt = jobs.start_runtime(settings, name)
-    worker = rq_adapter.round_worker(conn, name)
+    worker = rq_adapter.round_worker(conn, name, verifier)
     try:
         worker.work(burst=burst, logging_level="DEBUG" if settings.log_level.upper() == "DEBUG" else "WARNING")
     finally:

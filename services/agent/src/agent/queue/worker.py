@@ -40,6 +40,7 @@ from agent.backends.models import has_model
 from agent.backends.ollama import pull_hint, warm_up
 from agent.metrics import MODEL_PRESENT, OLLAMA_UP
 from agent.queue import keys
+from agent.queue.guard import RoundVerifier
 from agent.queue.slot import connect
 from agent.redisconn import connection_options
 from agent.settings import Settings, get_settings
@@ -266,6 +267,10 @@ async def supervise(settings: Settings, wid: str, slots: SlotProcesses) -> int:
 def work(burst: bool) -> int:
     settings = get_settings()
     configure(settings.log_level, service="agent-worker")
+    try:
+        RoundVerifier(settings.round_verify_secret(), max_age=0)  # no key: one line, before any slot process starts
+    except ValueError as exc:
+        raise cli.UsageError(str(exc)) from exc
     connect(settings).close()  # Redis down at start: one line naming it, before any slot process starts
     metrics_dir = tempfile.mkdtemp(prefix="agent-worker-metrics-")
     try:
