@@ -15,7 +15,7 @@ from tests.support.procs import REPO
 
 INIT_SECRETS = REPO / "images" / "entrypoint" / "init-secrets"
 HARNESS = "harness"
-_VOLUMES = ("mcp", "redis", "audit", "grafana", "frontend", "webui-admin")
+_VOLUMES = ("mcp", "redis", "audit", "grafana", "frontend", "webui-admin", "round-signing", "round-verify")
 
 
 @dataclass

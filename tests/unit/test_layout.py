@@ -1,8 +1,10 @@
-"""The shape rules of docs/development.md, enforced: no source file over 300 lines, no import cycle.
+"""The shape rules of docs/development.md, enforced: every long source file is a reviewed exception, no import cycle.
 
-A reader should be able to hold one module in their head; a cycle means two modules cannot be read apart.
-Both rules cover the three packages (services/agent, mcp-server, contract). TYPE_CHECKING and function-level
-imports count: they are still two modules that need each other.
+A reader should be able to hold one module in their head, and a cycle means two modules cannot be read apart.
+A file over ~400 lines is a smell, not a fault: it is split along a seam or listed in LONG_FILES with the reason it
+is one concern (reviewed like code; a split made only to pass a line count is worse than the long file). Both rules
+cover the three packages (services/agent, mcp-server, contract). TYPE_CHECKING and function-level imports count:
+they are still two modules that need each other.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ ROOTS = {
     "agent_tools": REPO / "mcp-server/src/agent_tools",
     "agent_contract": REPO / "contract/src/agent_contract",
 }
-MAX_LINES = 300
+LONG_AT = 400  # lines: past this, look for a seam
+# path → why it is one concern however long (none today)
+LONG_FILES: dict[str, str] = {}
 
 
 def sources() -> Iterator[tuple[str, Path]]:
@@ -96,12 +100,18 @@ def long_files() -> set[str]:
     return {
         str(path.relative_to(REPO))
         for _module, path in sources()
-        if len(path.read_text(encoding="utf-8").splitlines()) > MAX_LINES
+        if len(path.read_text(encoding="utf-8").splitlines()) > LONG_AT
     }
 
 
-def test_no_source_file_is_over_300_lines() -> None:
-    assert long_files() == set()
+def test_every_long_source_file_is_a_reviewed_exception_with_its_reason() -> None:
+    assert long_files() - LONG_FILES.keys() == set(), "split along a seam, or add it to LONG_FILES with a reason"
+    assert all(reason.strip() for reason in LONG_FILES.values())
+
+
+def test_the_list_of_long_files_names_only_long_files() -> None:
+    """An entry outlives its reason once the file shrinks: the list says only what is true."""
+    assert LONG_FILES.keys() - long_files() == set()
 
 
 def test_no_import_cycle() -> None:

@@ -35,7 +35,7 @@ def serve(listen_fd: int, parent_fd: int | None) -> int:
     """The app process: check the configuration, build the app, serve on the inherited socket."""
     import structlog
 
-    from agent.api.app import create_app
+    from agent.api.app import create_app, make_backend
     from agent.api.server import adopt
     from agent.api.server import serve as serve_app
     from agent.redisconn import connection_options
@@ -48,11 +48,8 @@ def serve(listen_fd: int, parent_fd: int | None) -> int:
         settings.mcp_secret()  # read now: an unreadable MCP_TOKEN_FILE is a start-up error, not a 503 later
         if settings.model_backend == "queue" or settings.rate_limit_backend == "redis":
             connection_options(settings)  # the same for REDIS_PASSWORD_FILE and the TLS files
-        if settings.model_backend == "queue":
-            from agent.queue.guard import RoundSigner
-
-            RoundSigner(settings.round_signing_secret())  # queue mode signs every round: no key, no start
-        app = create_app(settings)
+        # built now: queue mode without its round signing key (or an unreadable one) is a start-up error
+        app = create_app(settings, backend=make_backend(settings))
     except ValueError as exc:  # PolicyError, SecretFileError, an unreadable audit key
         structlog.get_logger("agent").error("config_refused", error=str(exc))
         raise cli.UsageError(str(exc)) from exc
