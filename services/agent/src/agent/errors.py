@@ -95,6 +95,10 @@ class QueueFull(AgentError):
     public: str | None = None
 
 
+class UserShareFull(QueueFull):
+    code = "user_rounds_limit"
+
+
 class TaskRefused(QueueFull):
     code = "client_task_refused"
 

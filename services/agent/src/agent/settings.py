@@ -130,6 +130,10 @@ class Settings(BaseSettings):
     GPU sharing; `local-agent` uses it)"""
     max_queue_depth: int = 32
     """waiting rounds before 429 + `Retry-After`"""
+    max_rounds_per_user: int = Field(default=3, ge=0)
+    """fair share: a user's rounds queued or on the GPU at once; past it a new question is a 429 naming this limit
+    (a round of a conversation under way is never refused). 0: no per-user limit. Users are API keys and the
+    front-end's signed users; AGENT_AUTH=none has no users, so no fair share"""
     queue_timeout_seconds: float = 300.0
     """longest wait for the GPU before 503"""
     worker_metrics_port: int = 9101

@@ -137,7 +137,8 @@ def caller(request: Request) -> Caller:
     """The loop's view of the authenticated caller: the tool list is built from this, never by the model."""
     identity: Identity = request.state.identity
     policy = request.app.state.security.policy
-    return Caller(identity.user, identity.role, policy.checker(identity.role))
+    share = identity.limit_key if identity.method != "none" else ""  # AGENT_AUTH=none: no users to be fair between
+    return Caller(identity.user, identity.role, policy.checker(identity.role), share)
 
 
 def _question(conversation: list[Message]) -> str:

@@ -38,6 +38,7 @@ class RoundRequest:
     round: int = 1  # 1-based; rounds > 1 belong to conversations already under way
     priority: Literal["user", "task"] = "user"  # "task": a client background task, below every user round
     schema: dict[str, Any] | None = None  # a JSON schema the server must decode into (TOOL_CALLING=constrained)
+    share: str = ""  # whose turn this round is (the caller's fair-share key, MAX_ROUNDS_PER_USER); "": nobody's
 
     def ollama_body(self) -> dict[str, Any]:
         """The /api/chat body for this round (always streaming; `think` only when set)."""

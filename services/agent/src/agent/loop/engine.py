@@ -72,7 +72,9 @@ class ToolLoop:
         constrained = self.settings.tool_calling == "constrained"
         offer = [specs[n] for n in selection.names]
         prompt = constrained_prompt(SYSTEM_PROMPT, offer) if constrained else SYSTEM_PROMPT
-        state = _State([{"role": "system", "content": prompt}, *conversation], retrieval=selection.trace())
+        state = _State(
+            [{"role": "system", "content": prompt}, *conversation], retrieval=selection.trace(), share=caller.share
+        )
         # withhold mode: no answer text leaves before the grounding check (docs/grounding.md, "Streaming")
         hold = self.settings.grounding_mode == "withhold"
         max_rounds = self.settings.max_tool_rounds
@@ -160,6 +162,7 @@ class ToolLoop:
             request_id=request_id,
             round=rnd,
             schema=decision_schema(offered),
+            share=state.share,
         )
         state.round_text = ""
         return await decide(self.backend, request, state.usage)
@@ -175,6 +178,7 @@ class ToolLoop:
             think=self.settings.think_value(),
             request_id=request_id,
             round=rnd,
+            share=state.share,
         )
         state.round_text = ""
         async for event in self.backend.stream_round(request):
@@ -268,3 +272,4 @@ class _State:
     finish_reason: str = "stop"
     force_final: bool = False
     retrieval: dict[str, Any] | None = None
+    share: str = ""  # the caller's fair-share key, on every round it queues

@@ -49,6 +49,7 @@ class Caller(Identity):
     user: str = "anonymous"
     role: str = "admin"
     may_use: Callable[[str], bool] = field(default=lambda name: True, compare=False)
+    share: str = ""  # the caller's fair-share key in the GPU queue (the rate limit's key); "": no user to share with
 
 
 @dataclass(frozen=True)

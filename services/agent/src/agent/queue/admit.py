@@ -37,30 +37,43 @@ NO_LIMIT = -1
 _FIELDS = tuple(f.name for f in dataclasses.fields(RoundRequest))
 
 # KEYS: 1-2 the user queues, 3 this round's queue, 4 TASK_ROUNDS, 5 the job hash, 6 the task queue, 7 RQ's set of
-# queues. ARGV: 1 job id, 2 limit, 3 at front ('1'), 4 role, 5-6 the cancel flag's name around a job id,
-# 7 PREEMPT, 8 CANCEL_TTL, 9 the job's TTL, 10... the hash's fields and values.
+# queues, 8 the caller's fair-share set (job id → when its entry lapses, ms). ARGV: 1 job id, 2 limit, 3 at front
+# ('1'), 4 role, 5-6 the cancel flag's name around a job id, 7 PREEMPT, 8 CANCEL_TTL, 9 the job's TTL, 10 the
+# caller's limit (-1: none), 11 count the round in its share ('1'), 12 a share entry's lifetime (ms), 13... the
+# hash's fields and values.
 # Reply: {admitted 0|1, the user queues' jobs (plus this one if admitted), task rounds preempted, the jobs of all
-# three queues once it is done}.
+# three queues once it is done, 1 if refused for the caller's share}.
 _ADMIT = """
 local depth = redis.call('llen', KEYS[1]) + redis.call('llen', KEYS[2])
 local limit = tonumber(ARGV[2])
 if limit >= 0 and depth >= limit then
-  return {0, depth, 0, depth + redis.call('llen', KEYS[6])}
+  return {0, depth, 0, depth + redis.call('llen', KEYS[6]), 0}
 end
-redis.call('hset', KEYS[5], unpack(ARGV, 10))
+if ARGV[11] == '1' then
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('zremrangebyscore', KEYS[8], '-inf', now)
+  local mine = redis.call('zcard', KEYS[8])
+  if tonumber(ARGV[10]) >= 0 and mine >= tonumber(ARGV[10]) then
+    return {0, depth, 0, depth + redis.call('llen', KEYS[6]), 1}
+  end
+  redis.call('zadd', KEYS[8], now + tonumber(ARGV[12]), ARGV[1])
+  redis.call('pexpire', KEYS[8], ARGV[12])
+end
+redis.call('hset', KEYS[5], unpack(ARGV, 13))
 redis.call('expire', KEYS[5], ARGV[9])
 redis.call('sadd', KEYS[7], KEYS[3])
 if ARGV[3] == '1' then redis.call('lpush', KEYS[3], ARGV[1]) else redis.call('rpush', KEYS[3], ARGV[1]) end
 local waiting = redis.call('llen', KEYS[1]) + redis.call('llen', KEYS[2]) + redis.call('llen', KEYS[6])
 if ARGV[4] == 'task' then
   redis.call('sadd', KEYS[4], ARGV[1])
-  return {1, depth + 1, 0, waiting}
+  return {1, depth + 1, 0, waiting, 0}
 end
 local tasks = redis.call('smembers', KEYS[4])
 for _, id in ipairs(tasks) do
   redis.call('set', ARGV[5] .. id .. ARGV[6], ARGV[7], 'EX', ARGV[8])
 end
-return {1, depth + 1, #tasks, waiting}
+return {1, depth + 1, #tasks, waiting, 0}
 """
 _ADMIT_SHA = hashlib.sha1(_ADMIT.encode()).hexdigest()
 _CANCEL_KEY_AROUND = keys.cancel_key("\n").split("\n")  # the flag's name before and after the job id
@@ -78,14 +91,27 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
+class Share:
+    """The caller's fair share of the queue (MAX_ROUNDS_PER_USER): whose set the round counts in, the most rounds
+    that set may hold for this one to be admitted (NO_LIMIT: a round of a conversation under way), how long an
+    entry outlives a crashed API that never removed it."""
+
+    key: str | None  # None: the caller is nobody in particular (AGENT_AUTH=none, client tasks): not counted
+    limit: int
+    lifetime_ms: int
+
+
+@dataclass(frozen=True)
 class Admission:
     """The admit script's answer: whether the job is queued, the user queues' depth (what MAX_QUEUE_DEPTH
-    counts), task rounds preempted, and the rounds waiting in all three queues (the agent_queue_depth gauge)."""
+    counts), task rounds preempted, the rounds waiting in all three queues (the agent_queue_depth gauge), and
+    whether it was the caller's share that refused it."""
 
     admitted: bool
     depth: int
     preempted: int
     waiting: int
+    over_share: bool = False
 
 
 def request_fields(request: RoundRequest) -> dict[str, Any]:
@@ -120,17 +146,24 @@ def job_fields(spec: JobSpec, queue: str, signer: RoundSigner, at: datetime | No
 
 
 async def push(
-    client: aioredis.Redis, spec: JobSpec, queue: str, limit: int, at_front: bool, signer: RoundSigner
+    client: aioredis.Redis,
+    spec: JobSpec,
+    queue: str,
+    limit: int,
+    at_front: bool,
+    signer: RoundSigner,
+    share: Share = Share(None, NO_LIMIT, 0),
 ) -> Admission:
     """Save and admit the job: one EVALSHA (EVAL once per Redis start), one write on a pooled connection."""
     args = (
-        7,
+        8,
         *keys.RQ_USER_QUEUE_KEYS,
         keys.rq_queue_key(queue),
         keys.TASK_ROUNDS,
         keys.rq_job_key(spec.job_id),
         keys.rq_queue_key(keys.QUEUE_TASKS),
         keys.RQ_QUEUES,
+        share.key or keys.fair_key(""),
         spec.job_id,
         limit,
         "1" if at_front else "0",
@@ -139,11 +172,14 @@ async def push(
         keys.PREEMPT,
         keys.CANCEL_TTL,
         spec.ttl,
+        share.limit,
+        "1" if share.key else "0",
+        share.lifetime_ms,
         *job_fields(spec, queue, signer),
     )
     try:
         reply = await wire.call(client, "EVALSHA", _ADMIT_SHA, *args)
     except NoScriptError:
         reply = await wire.call(client, "EVAL", _ADMIT, *args)  # Redis caches it: the next EVALSHA finds it
-    admitted, depth, preempted, waiting = reply
-    return Admission(bool(admitted), int(depth), int(preempted), int(waiting))
+    admitted, depth, preempted, waiting, over_share = reply
+    return Admission(bool(admitted), int(depth), int(preempted), int(waiting), bool(over_share))

@@ -29,7 +29,7 @@ from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest
 from agent.errors import DependencyDown, QueueTimeout
 from agent.metrics import QUEUE_WAIT, REJECTED
 from agent.queue import admit, keys, rounds
-from agent.queue.depth import DepthGauge, estimate_retry_after, refusal
+from agent.queue.depth import DepthGauge, estimate_retry_after, refusal, share_refusal
 from agent.queue.events import error_from
 from agent.queue.guard import RoundSigner
 from agent.queue.reader import StreamReader
@@ -115,6 +115,8 @@ class QueueBackend:
                     await self._abandon(rnd)
                 if request.priority == "task":
                     self._spawn(self._untrack(rnd.job_id))
+                elif request.share:
+                    self._spawn(self._unshare(request.share, rnd.job_id))
 
     async def _redis_back(self, failure: DependencyDown) -> None:
         """Wait for Redis to answer again, for REDIS_RECONNECT_SECONDS; else the round fails with `failure`."""
@@ -141,6 +143,9 @@ class QueueBackend:
         depth = admission.depth
         if not admission.admitted:
             wait = estimate_retry_after(durations, depth, self.settings.max_queue_depth, capacity(workers))
+            if admission.over_share:
+                REJECTED.labels("user_share").inc()
+                raise share_refusal(self.settings.max_rounds_per_user, wait)
             if rnd.request.priority != "task":
                 REJECTED.labels("queue_full").inc()
                 self.depth.set(admission.waiting)  # the latest Redis saw: admissions may resume out of order
@@ -162,7 +167,17 @@ class QueueBackend:
             description=f"round {rnd.request.round} of request {rnd.request.request_id}",  # never the prompt
         )
         limit = admit.limit(name, settings.max_queue_depth, retried=front)
-        return await admit.push(self.redis, spec, name, limit, front, self.signer)
+        return await admit.push(self.redis, spec, name, limit, front, self.signer, self._share(rnd.request, front))
+
+    def _share(self, request: RoundRequest, retried: bool) -> admit.Share:
+        """The caller's fair share (MAX_ROUNDS_PER_USER): every user round of an identified caller counts; only a
+        new question can be refused for it, never a round of a conversation under way or a retried one."""
+        per_user = self.settings.max_rounds_per_user
+        if not request.share or not per_user or request.priority == "task":
+            return admit.Share(None, admit.NO_LIMIT, 0)
+        new = request.round == 1 and not retried
+        lifetime = math.ceil(self.settings.queue_timeout_seconds + self.settings.round_timeout_seconds) + JOB_MARGIN_S
+        return admit.Share(keys.fair_key(request.share), per_user if new else admit.NO_LIMIT, lifetime * 1000)
 
     async def _follow(self, rnd: _Round) -> AsyncIterator[RoundEvent]:
         last_seen = checked = time.monotonic()
@@ -257,6 +272,11 @@ class QueueBackend:
             log.info("round_cancelled", job_id=job_id, was_queued=any(removed))
         except RedisError as exc:
             log.warning("round_cancel_failed", job_id=job_id, error=str(exc))
+
+    async def _unshare(self, share: str, job_id: str) -> None:
+        """The round is over: it no longer counts in its caller's share (a lost removal lapses by itself)."""
+        with contextlib.suppress(RedisError):
+            await self.redis.zrem(keys.fair_key(share), job_id)
 
     async def _untrack(self, job_id: str) -> None:
         with contextlib.suppress(RedisError):

@@ -16,7 +16,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from agent.errors import QueueFull, TaskRefused
+from agent.errors import QueueFull, TaskRefused, UserShareFull
 from agent.metrics import QUEUE_DEPTH
 from agent.queue import keys
 
@@ -45,6 +45,15 @@ def refusal(task: bool, depth: int, max_depth: int, wait: int) -> QueueFull:
     return QueueFull(
         f"The GPU queue is full: {depth} questions are waiting for the model (MAX_QUEUE_DEPTH={max_depth}). "
         f"This is not your rate limit; try again in about {wait} s.",
+        retry_after=wait,
+    )
+
+
+def share_refusal(per_user: int, wait: int) -> UserShareFull:
+    """The 429 of a new question from a caller who already has their share of the GPU queue."""
+    return UserShareFull(
+        f"You already have {per_user} questions waiting for or running on the model (MAX_ROUNDS_PER_USER={per_user}), "
+        f"so others get their turn. Try again in about {wait} s, when one of yours has finished.",
         retry_after=wait,
     )
 

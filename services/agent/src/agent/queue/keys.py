@@ -9,6 +9,8 @@ tests/unit/agent/queue/test_keys.py pins that layout against the installed RQ.
 
 from __future__ import annotations
 
+import hashlib
+
 QUEUE_CONTINUING = "agent-rounds-continuing"  # rounds > 1: read first by every worker
 QUEUE_NEW = "agent-rounds-new"
 QUEUE_TASKS = "agent-rounds-tasks"  # client background tasks (titles, tags): only when no user round waits
@@ -55,6 +57,12 @@ def events_key(job_id: str) -> str:
 def cancel_key(job_id: str) -> str:
     """Set by the API when the client went away (or to PREEMPT); the worker checks it with every write."""
     return f"agent:round:{job_id}:cancel"
+
+
+def fair_key(share: str) -> str:
+    """The set of a caller's rounds queued or on the GPU (MAX_ROUNDS_PER_USER), named by a digest of the caller's
+    fair-share key so no user name is a Redis key."""
+    return "agent:fair:" + hashlib.sha256(share.encode()).hexdigest()[:32]
 
 
 def worker_status_key(worker_id: str) -> str:
