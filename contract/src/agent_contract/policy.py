@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from agent_contract.names import problem
+
 ROLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 ALL_TOOLS = "*"
 SHIPPED = "shipped default"
@@ -93,6 +95,11 @@ def parse_policy(data: Any, source: str) -> Policy:
     users = data.get("users") or {}
     if not isinstance(users, dict) or not all(isinstance(k, str) and v in roles for k, v in users.items()):
         raise PolicyError(f"{source}: `users` must map front-end users (e-mail, id or pattern) to roles under `roles`")
+    for kind, entries in (("groups", groups), ("users", users)):
+        for entry in entries:
+            why = problem(entry)
+            if why is not None:
+                raise PolicyError(f"{source}: the {kind} entry {entry!r} {why}: it could stand for another name")
     return Policy(roles, dict(groups), source, dict(users))
 
 

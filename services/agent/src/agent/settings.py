@@ -178,6 +178,9 @@ class Settings(BaseSettings):
     """a file holding `FRONTEND_JWT_SECRET`, re-read when it changes (compose: written by `secrets-init`)"""
     frontend_jwt_header: str = "X-OpenWebUI-User-Jwt"
     """the header carrying a front-end's signed user token"""
+    frontend_jwt_max_age_seconds: int = Field(default=300, ge=1)
+    """the longest a front-end's signed user token is accepted, from its `iat` (and the longest `exp - iat` it may
+    claim): Open WebUI signs each request's token for 300 s; 10 s of clock skew are allowed beyond it"""
     rate_limit_per_minute: int = Field(default=30, ge=0)
     """chat requests per user per minute (`0` off)"""
     rate_limit_backend: Literal["auto", "redis", "memory"] = "auto"

@@ -2,9 +2,9 @@
 
 A name is who the policy, the rate limit, the audit log and the MCP server's notes take the caller to be.
 Dropping an invisible character before the policy lookup made `bo\\u200bss@example.com` boss; so a name is
-accepted exactly as received or refused with a 401 that says why. Refused: control and format characters
-(Unicode Cc and Cf: zero-width spaces, soft hyphens, bidi overrides), surrogates, private-use and unassigned
-code points, line and paragraph separators, bytes that are not UTF-8, and names longer than
+accepted exactly as received or refused with a 401 that says why. Refused: what agent_contract.names refuses
+(control, format and default-ignorable characters, blank look-alikes, every space but U+0020 and a space at
+either end, Latin mixed with Cyrillic or Greek letters), bytes that are not UTF-8, and names longer than
 MAX_USER_CHARS (cutting them could make two names one). No Unicode normalisation or case folding happens
 here; the policy compares e-mail addresses ASCII-case-insensitively and nothing more
 (agent_contract.policy.role_for_user).
@@ -12,14 +12,9 @@ here; the policy compares e-mail addresses ASCII-case-insensitively and nothing 
 
 from __future__ import annotations
 
-import unicodedata
-
 from agent.errors import Unauthorized
 from agent_contract.headers import MAX_USER_CHARS
-
-# Cc control, Cf format (incl. U+200B, U+00AD, U+202A-U+202E, U+2066-U+2069), Cs surrogate, Co private use,
-# Cn unassigned, Zl/Zp line and paragraph separators: none is ever part of a name a person can read.
-REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+from agent_contract.names import problem, refused_char
 
 
 class RefusedName(Unauthorized):
@@ -34,14 +29,11 @@ def checked(name: str, source: str) -> str:
     """`name` unchanged when it may be a user name; else RefusedName naming the first bad character."""
     if len(name) > MAX_USER_CHARS:
         raise RefusedName(f"The user name in {source} is longer than {MAX_USER_CHARS} characters: refused.", name)
-    for position, ch in enumerate(name, start=1):
-        if unicodedata.category(ch) in REFUSED_CATEGORIES:
-            what = unicodedata.name(ch, "an invisible or control character")
-            raise RefusedName(
-                f"The user name in {source} contains U+{ord(ch):04X} ({what}) at position {position}: refused; "
-                "user names are compared exactly, never cleaned.",
-                name,
-            )
+    why = problem(name)
+    if why is not None:
+        raise RefusedName(
+            f"The user name in {source} {why}: refused; user names are compared exactly, never cleaned.", name
+        )
     return name
 
 
@@ -65,6 +57,6 @@ def escaped(name: str) -> str:
 
 
 def _escape(ch: str) -> str:
-    if unicodedata.category(ch) in REFUSED_CATEGORIES:
+    if refused_char(ch):
         return f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}"
     return "\\\\" if ch == "\\" else ch

@@ -10,6 +10,8 @@ which. The token's own `role` claim is never read: the operator's policy decides
 
 from __future__ import annotations
 
+import time
+
 import jwt
 from fastapi import Request
 
@@ -30,6 +32,7 @@ class SignedUsers:
     def __init__(self, settings: Settings) -> None:
         self.secret = settings.frontend_jwt_source()
         self.header = settings.frontend_jwt_header
+        self.max_age = settings.frontend_jwt_max_age_seconds
         secret = self.secret.get()
         if secret is not None and len(secret) < MIN_SECRET_CHARS:
             raise ValueError(f"FRONTEND_JWT_SECRET must be at least {MIN_SECRET_CHARS} characters (HS256)")
@@ -86,7 +89,28 @@ class SignedUsers:
             ) from exc
         except jwt.InvalidTokenError as exc:  # malformed, another algorithm, a claim missing, issued in the future
             raise Unauthorized(f"The front-end's user token ({self.header}) is invalid: {exc}.", code=_CODE) from exc
+        self._fresh(claims)
         return claims
+
+    def _fresh(self, claims: dict[str, object]) -> None:
+        """A signed token is good for FRONTEND_JWT_MAX_AGE_SECONDS from when it was issued, whatever its `exp`
+        says: a token minted to last (or leaked) is not a key."""
+        iat, exp = claims.get("iat"), claims.get("exp")
+        if not isinstance(iat, int | float) or not isinstance(exp, int | float):
+            raise Unauthorized(f"The front-end's user token ({self.header}) has a non-numeric iat or exp.", code=_CODE)
+        allowed = self.max_age + LEEWAY_SECONDS
+        if exp - iat > allowed:
+            raise Unauthorized(
+                f"The front-end's user token ({self.header}) is valid for {exp - iat:.0f} s, longer than "
+                f"FRONTEND_JWT_MAX_AGE_SECONDS={self.max_age} (+{LEEWAY_SECONDS} s leeway): refused.",
+                code="user_token_lifetime_too_long",
+            )
+        if time.time() - iat > allowed:
+            raise Unauthorized(
+                f"The front-end's user token ({self.header}) was issued {time.time() - iat:.0f} s ago, more than "
+                f"FRONTEND_JWT_MAX_AGE_SECONDS={self.max_age} (+{LEEWAY_SECONDS} s leeway): refused as stale.",
+                code="stale_user_token",
+            )
 
 
 _CODE = "invalid_user_token"
