@@ -235,7 +235,7 @@ class Authenticator:
                 raise self.signed.missing()
             return user or ""
         for header in self.settings.frontend_user_headers.split(","):
-            raw = request.headers.get(header.strip(), "") if header.strip() else ""
+            raw = single(request, header.strip()) if header.strip() else ""
             if raw:
                 return from_header(raw, f"the front-end's {header.strip()} header")
         return ""
@@ -243,13 +243,26 @@ class Authenticator:
     def _from_proxy(self, request: Request, peer: str, client: str) -> Identity:
         if not is_trusted(peer, self.proxies):
             raise Unauthorized("Requests must come through the intranet's SSO proxy.", code="untrusted_proxy")
-        raw = request.headers.get(self.settings.auth_user_header, "")
+        raw = single(request, self.settings.auth_user_header)
         user = from_header(raw, f"the SSO proxy's {self.settings.auth_user_header} header") if raw else ""
         if not user:
             raise Unauthorized("The SSO proxy sent no user.", code="missing_user")
-        raw = _utf8(request.headers.get(self.settings.auth_groups_header, ""))
+        raw = _utf8(single(request, self.settings.auth_groups_header))
         role = self.policy.role_for_groups(split_groups(raw)) or self.settings.anonymous_role
         return Identity(user, role, "trusted_header", client)
+
+
+def single(request: Request, header: str) -> str:
+    """The one value of an identity header; sent more than once it is a 401 naming it: a proxy that appends its
+    header to the client's (rather than replacing it) would otherwise let the client's copy decide."""
+    values = request.headers.getlist(header)
+    if len(values) > 1:
+        raise Unauthorized(
+            f"The {header} header came {len(values)} times: an identity header must be sent once. The proxy must "
+            "replace the client's copy, not append to it.",
+            code="repeated_identity_header",
+        )
+    return values[0] if values else ""
 
 
 def _utf8(value: str) -> str:

@@ -43,7 +43,13 @@ class SignedUsers:
 
     def end_user(self, request: Request) -> str | None:
         """The user a valid token names (its e-mail, else its subject); None when the request carries no token."""
-        token = request.headers.get(self.header, "").strip()
+        values = request.headers.getlist(self.header)
+        if len(values) > 1:
+            raise Unauthorized(
+                f"The {self.header} header came {len(values)} times: a user token must be sent once.",
+                code="repeated_identity_header",
+            )
+        token = (values[0] if values else "").strip()
         if not token:
             return None
         claims = self._claims(token)
