@@ -1,4 +1,4 @@
-"""ObserveMiddleware: the request id the agent logs and returns follows the shared rule (agent_contract)."""
+"""ObserveMiddleware: the request id the agent logs, audits and returns is its own (agent_contract.request_id)."""
 
 from __future__ import annotations
 
@@ -27,12 +27,13 @@ async def returned(sent: str | None) -> str:
     return response.headers["x-request-id"]
 
 
-async def test_a_sane_request_id_is_kept_up_to_128_characters() -> None:
-    assert await returned("client-1.a:b_c") == "client-1.a:b_c"
-    assert await returned("x" * 100) == "x" * 100  # was cut to 64 characters before the shared rule
+async def test_every_request_gets_an_id_of_the_agents_never_the_clients() -> None:
+    """Issue 36: the audit's request id was the client's X-Request-ID, so two users' records shared one id."""
+    first, second = await returned("client-1.a:b_c"), await returned("client-1.a:b_c")
+    assert first != "client-1.a:b_c" and second != first and len(first) == len(second) == 32
 
 
 @pytest.mark.parametrize("sent", ["has space", "x" * 129, "", None])
-async def test_an_id_the_mcp_server_would_drop_is_replaced(sent: str | None) -> None:
+async def test_an_invalid_client_id_changes_nothing(sent: str | None) -> None:
     rid = await returned(sent)
     assert rid != sent and len(rid) == 32

@@ -153,6 +153,7 @@ def _base_record(request: Request, status: int, error: str | None) -> dict[str, 
     return {
         "event": "request",
         "request_id": request_id_var.get() or None,
+        "client_request_id": getattr(request.state, "client_request_id", None),
         "endpoint": request.url.path,
         "user": identity.user if identity else None,
         "role": identity.role if identity else None,

@@ -1,5 +1,9 @@
 """Pure ASGI middleware: request id in logs and headers, request duration by route and status.
 
+Every request gets an id made here, never the client's: two users sending one `X-Request-ID` would otherwise
+share audit records. A client's id that follows the shared rule (agent_contract.request_id) is kept beside it,
+as `client_request_id` in the logs and the audit record, so a client can still find its requests.
+
 Pure ASGI on purpose: Starlette's BaseHTTPMiddleware wraps `receive`, which hides a client's disconnect
 from `Request.is_disconnected()` (a non-streaming answer could then not be cancelled) and adds a task per
 streamed chunk.
@@ -26,8 +30,10 @@ class ObserveMiddleware:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        rid = request_id.clean_or_new(headers.get(b"x-request-id", b"").decode("latin-1"))
-        structlog.contextvars.bind_contextvars(request_id=rid)
+        rid = request_id.new()
+        theirs = request_id.clean(headers.get(b"x-request-id", b"").decode("latin-1"))
+        scope.setdefault("state", {})["client_request_id"] = theirs
+        structlog.contextvars.bind_contextvars(request_id=rid, **({"client_request_id": theirs} if theirs else {}))
         request_id_var.set(rid)
         started, status = time.monotonic(), 500
 
@@ -45,4 +51,4 @@ class ObserveMiddleware:
             metrics.REQUEST_DURATION.labels(endpoint, str(status), metrics.outcome(status)).observe(
                 time.monotonic() - started
             )
-            structlog.contextvars.unbind_contextvars("request_id")
+            structlog.contextvars.unbind_contextvars("request_id", "client_request_id")
