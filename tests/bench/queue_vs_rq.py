@@ -159,7 +159,7 @@ def settings_for(redis_url: str, fake: str) -> Settings:
     return Settings(
         redis_url=redis_url,
         ollama_url=fake,
-        ollama_model=MODEL,
+        model_name=MODEL,
         model_backend="queue",
         max_queue_depth=256,
         think_holdback_models="",

@@ -114,7 +114,7 @@ def _publish_status(url: str, gpu_id: str) -> None:
         "ollama_reachable": True,
         "model_present": True,
         "warmed": True,
-        "models": [os.environ.get("OLLAMA_MODEL", "")],
+        "models": [os.environ.get("MODEL_NAME", "")],
         "detail": "rq worker (bench)",
     }
     while True:

@@ -147,7 +147,7 @@ class SoakStack:
         api_env = {
             "AGENT_HOST": "127.0.0.1",
             "AGENT_PORT": str(self.ports["api"]),
-            "OLLAMA_MODEL": MODEL,
+            "MODEL_NAME": MODEL,
             "MCP_URL": f"{mcp_url}/mcp",
             "MCP_TOKEN": token,
             "REDIS_URL": self.redis_url,
@@ -163,7 +163,7 @@ class SoakStack:
         worker_env = {
             "REDIS_URL": self.redis_url,
             "OLLAMA_URL": self.ollama_url,
-            "OLLAMA_MODEL": MODEL,
+            "MODEL_NAME": MODEL,
             "GPU_ID": "gpu0",
             "WORKER_SLOTS": str(self.slots),
             "WORKER_METRICS_PORT": str(self.ports["metrics"]),

@@ -97,7 +97,7 @@ def queue_api(stack: ExitStack, agent_env: dict[str, str]) -> Iterator[tuple[str
     worker_env = {
         "REDIS_URL": url,
         "OLLAMA_URL": agent_env["OLLAMA_URL"],
-        "OLLAMA_MODEL": MODEL,
+        "MODEL_NAME": MODEL,
         "LOG_LEVEL": "WARNING",
         "WORKER_METRICS_PORT": str(free_port()),
         "THINK_HOLDBACK_MODELS": "",

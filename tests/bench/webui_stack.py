@@ -36,7 +36,7 @@ def services(tmp: Path, model: str) -> Iterator[tuple[str, dict[str, str], Calla
     """Yields the fake's URL, the agent-api base environment and a function starting one more agent-api."""
     r_port, o_port, m_port, token = free_port(), free_port(), free_port(), secrets.token_urlsafe(16)
     fake, redis_url = f"http://127.0.0.1:{o_port}", f"redis://127.0.0.1:{r_port}/0"
-    common = {"OLLAMA_URL": fake, "OLLAMA_MODEL": model, "REDIS_URL": redis_url, "LOG_LEVEL": "WARNING"}
+    common = {"OLLAMA_URL": fake, "MODEL_NAME": model, "REDIS_URL": redis_url, "LOG_LEVEL": "WARNING"}
     worker_env = common | {"WORKER_METRICS_PORT": str(free_port()), "THINK_HOLDBACK_MODELS": ""}
     mcp_env = {"MCP_PORT": str(m_port), "MCP_TOKEN": token, "FILES_ROOT": str(tmp), "DATA_DIR": str(tmp)}
     env = common | {

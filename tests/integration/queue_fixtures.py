@@ -95,7 +95,7 @@ class Workers:
         full_env = {
             "REDIS_URL": self.redis.worker_url,
             "OLLAMA_URL": self.ollama_url,
-            "OLLAMA_MODEL": "qwen3:4b",
+            "MODEL_NAME": "qwen3:4b",
             "GPU_ID": gpu_id,
             "WORKER_METRICS_PORT": str(free_port()),
             "LOG_LEVEL": "INFO",
@@ -130,7 +130,7 @@ def settings_for(redis_url: str, ollama_url: str, **overrides: Any) -> Settings:
     return Settings(
         redis_url=redis_url,
         ollama_url=ollama_url,
-        ollama_model="qwen3:4b",
+        model_name="qwen3:4b",
         model_backend="queue",
         think_holdback_models="",
         **overrides,

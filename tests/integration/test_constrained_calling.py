@@ -40,7 +40,7 @@ def ollama_api(fake_ollama: FakeOllama, mcp_server: McpServer) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def queued_openai_api(fake_openai: FakeOpenAI, queue_redis: RedisServer, mcp_server: McpServer) -> Iterator[str]:
     metrics_port, api_port = free_port(), free_port()
-    model = {"MODEL_PROTOCOL": "openai", "MODEL_URL": fake_openai.url, "OLLAMA_MODEL": "qwen3:4b", "EXTRA_MODELS": ""}
+    model = {"MODEL_PROTOCOL": "openai", "MODEL_URL": fake_openai.url, "MODEL_NAME": "qwen3:4b", "EXTRA_MODELS": ""}
     worker_env = {"REDIS_URL": queue_redis.url, "GPU_ID": "constrained0", "WORKER_METRICS_PORT": str(metrics_port),
                   **model}  # fmt: skip
     api_env = agent_env(fake_openai.url, mcp_server, api_port, MODEL_BACKEND="queue", REDIS_URL=queue_redis.url,

@@ -100,7 +100,7 @@ def test_tool_answer_without_redis_or_docker_then_a_second_start_skips_done_step
 def test_a_failed_step_is_the_chat_answer_with_the_fix(fake_ollama: FakeOllama, tmp_path: Path) -> None:
     fake_ollama.script()
     home, port = tmp_path / "state", free_port()
-    with started(home, fake_ollama, port, OLLAMA_MODEL="llama3.2:1b") as proc:
+    with started(home, fake_ollama, port, MODEL_NAME="llama3.2:1b") as proc:
         key = (home / "admin.key").read_text().strip()
         answer = ask(f"http://127.0.0.1:{port}", key, "What time is it?", model="llama3.2:1b")
     text = answer["choices"][0]["message"]["content"]
@@ -114,7 +114,7 @@ def test_model_protocol_openai_and_model_url_are_honoured(fake_openai: FakeOpenA
     home, port = tmp_path / "state", free_port()
     nobody = f"http://127.0.0.1:{free_port()}"  # OLLAMA_URL where nothing answers: using it would fail the chat
     env = {"OLLAMA_URL": nobody, "MODEL_PROTOCOL": "openai", "MODEL_URL": fake_openai.url,
-           "OLLAMA_MODEL": "smollm2:135m", "AGENT_PORT": str(port), "REDIS_URL": "redis://127.0.0.1:1/0"}  # fmt: skip
+           "MODEL_NAME": "smollm2:135m", "AGENT_PORT": str(port), "REDIS_URL": "redis://127.0.0.1:1/0"}  # fmt: skip
     cmd = ["local-agent", "--home", str(home)]
     with running(cmd, env=env, ready_url=f"http://127.0.0.1:{port}/healthz", timeout=90) as proc:
         key = (home / "admin.key").read_text().strip()

@@ -75,7 +75,7 @@ async def test_no_worker_fails_at_once_with_a_clear_message(queue_workers: Worke
 
 
 async def test_missing_model_is_reported_by_status_and_by_the_round(queue_workers: Workers) -> None:
-    queue_workers.start(OLLAMA_MODEL="llama3.2:1b")  # not in the fake's model list
+    queue_workers.start(MODEL_NAME="llama3.2:1b")  # not in the fake's model list
     async with open_backend(queue_workers) as backend:
         await asyncio.to_thread(wait_until, lambda: "missing" in str(queue_workers.statuses()), 10.0)
         status = await backend.status()

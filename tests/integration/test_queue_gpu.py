@@ -103,7 +103,8 @@ async def test_tokens_stream_as_the_gpu_makes_them_and_worker_exports_metrics(qu
     async with httpx.AsyncClient() as http:
         text = (await http.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5)).text
     assert 'agent_gpu_busy{gpu="gpu0"} 0.0' in text
-    assert 'agent_ollama_up{gpu="gpu0"} 1.0' in text  # feeds the OllamaDown alert
+    assert 'agent_model_up{gpu="gpu0"} 1.0' in text  # feeds the OllamaDown alert
+    assert 'agent_ollama_up{gpu="gpu0"} 1.0' in text  # its old name, kept one release
     assert 'agent_model_present{gpu="gpu0"} 1.0' in text
     assert 'agent_round_duration_seconds_count{model="qwen3:4b",round="1"} 1.0' in text
     assert 'agent_llm_tokens_total{kind="completion",model="qwen3:4b"} 6.0' in text

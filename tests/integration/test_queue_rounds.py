@@ -63,7 +63,7 @@ def settings(port: int, model_url: str) -> Settings:
     return Settings(
         redis_url=f"redis://127.0.0.1:{port}/0",
         ollama_url=model_url,
-        ollama_model="qwen3:4b",
+        model_name="qwen3:4b",
         gpu_id=GPU,
         think_holdback_models="",
     )

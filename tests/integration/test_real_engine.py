@@ -54,7 +54,7 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(engine: Engine, queue_redis: RedisServer, mcp_server: McpServer) -> Iterator[Stack]:
     metrics_port, api_port = free_port(), free_port()
-    model = {"MODEL_PROTOCOL": "openai", "MODEL_URL": engine.url, "OLLAMA_MODEL": MODEL, "EXTRA_MODELS": ""}
+    model = {"MODEL_PROTOCOL": "openai", "MODEL_URL": engine.url, "MODEL_NAME": MODEL, "EXTRA_MODELS": ""}
     worker_env = {"REDIS_URL": queue_redis.url, "GPU_ID": "cpu0", "WORKER_METRICS_PORT": str(metrics_port),
                   "THINK_HOLDBACK_MODELS": "", "LOG_LEVEL": "INFO", **model}  # fmt: skip
     api_env = agent_env(engine.url, mcp_server, api_port, MODEL_BACKEND="queue", REDIS_URL=queue_redis.url, **model)

@@ -101,7 +101,7 @@ def worker_env(tls: TlsRedis, fake: FakeOllama, **extra: str) -> dict[str, str]:
     return {
         **tls.env(),
         "OLLAMA_URL": fake.url,
-        "OLLAMA_MODEL": "qwen3:4b",
+        "MODEL_NAME": "qwen3:4b",
         "GPU_ID": "tls-host-gpu0",
         "WORKER_METRICS_PORT": str(free_port()),
         "THINK_HOLDBACK_MODELS": "",
@@ -125,7 +125,7 @@ async def test_a_round_runs_over_tls_with_the_password_from_a_file(tls_redis: Tl
         redis_tls_ca_file=Path(env["REDIS_TLS_CA_FILE"]),
         redis_tls_cert_file=Path(env["REDIS_TLS_CERT_FILE"]),
         redis_tls_key_file=Path(env["REDIS_TLS_KEY_FILE"]),
-        ollama_model="qwen3:4b",
+        model_name="qwen3:4b",
         think_holdback_models="",
     )
     backend = QueueBackend(settings)

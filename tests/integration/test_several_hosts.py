@@ -135,7 +135,7 @@ def start_worker_host(host: netns.Host, queue: netns.Host, password_file: Path, 
         "REDIS_URL": f"redis://{queue.address}:{REDIS_PORT}/0",  # no password in the URL: it is in the file
         "REDIS_PASSWORD_FILE": str(password_file),
         "OLLAMA_URL": f"http://127.0.0.1:{OLLAMA_PORT}",
-        "OLLAMA_MODEL": "qwen3:4b",
+        "MODEL_NAME": "qwen3:4b",
         "GPU_ID": f"{host.name}-gpu0",
         "THINK_HOLDBACK_MODELS": "",
     }

@@ -65,7 +65,7 @@ def agent(
     model_url = fake_ollama.url if protocol == "ollama" else fake_openai.url
     program = program_ollama(fake_ollama) if protocol == "ollama" else program_openai(fake_openai)
     program({"content": "ready"})
-    model = {"MODEL_PROTOCOL": protocol, "MODEL_URL": model_url, "OLLAMA_MODEL": MODEL, "EXTRA_MODELS": "",
+    model = {"MODEL_PROTOCOL": protocol, "MODEL_URL": model_url, "MODEL_NAME": MODEL, "EXTRA_MODELS": "",
              "ROUND_TIMEOUT_SECONDS": DEADLINE}  # fmt: skip
     port = free_port()
     api_env = agent_env(fake_ollama.url, mcp_server, port, MODEL_BACKEND=mode, REDIS_URL=queue_redis.url, **model)

@@ -53,7 +53,7 @@ def agent_stack(engine_url: str, tool_calling: str, **extra: str) -> Iterator[st
                "FILES_ROOT": str(work / "files"), "DATA_DIR": str(work)}  # fmt: skip
     api_env = {"AGENT_HOST": "127.0.0.1", "AGENT_PORT": str(api_port), "MCP_URL": f"http://127.0.0.1:{mcp_port}/mcp",
                "MCP_TOKEN": token, "MODEL_BACKEND": "direct", "MODEL_PROTOCOL": "openai", "MODEL_URL": engine_url,
-               "OLLAMA_MODEL": MODEL, "EXTRA_MODELS": "", "THINK_HOLDBACK_MODELS": "", "MODEL_CACHE_PROMPT": "true",
+               "MODEL_NAME": MODEL, "EXTRA_MODELS": "", "THINK_HOLDBACK_MODELS": "", "MODEL_CACHE_PROMPT": "true",
                "TOOL_CALLING": tool_calling, "AGENT_AUTH": "none", "ANONYMOUS_ROLE": "admin",
                "RATE_LIMIT_PER_MINUTE": "0", "AUDIT_DIR": str(work / "audit"), "ROUND_TIMEOUT_SECONDS": "300",
                **extra}  # fmt: skip

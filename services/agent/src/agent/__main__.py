@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from agent import cli
 
 DESCRIPTION = """Serve the OpenAI- and Ollama-compatible agent API. Configured by environment variables
-(AGENT_HOST, AGENT_PORT, OLLAMA_URL, OLLAMA_MODEL, MCP_URL, MODEL_BACKEND, ...): docs/configuration.md."""
+(AGENT_HOST, AGENT_PORT, OLLAMA_URL, MODEL_NAME, MCP_URL, MODEL_BACKEND, ...): docs/configuration.md."""
 
 
 def supervise() -> int:

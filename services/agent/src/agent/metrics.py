@@ -44,7 +44,9 @@ UNGROUNDED_FIGURES = Counter(
 )
 AUDIT_FAILURES = Counter("agent_audit_write_failures_total", "Audit records that could not be written")
 REJECTED = Counter("agent_rejected_total", "Requests refused before reaching the model", ["reason"])
-OLLAMA_UP = Gauge("agent_ollama_up", "1 while this worker's Ollama answers, 0 otherwise", ["gpu"])
+MODEL_UP = Gauge("agent_model_up", "1 while this worker's model server (any engine) answers, 0 otherwise", ["gpu"])
+# The same, under its name before engines other than Ollama were served: kept one release for dashboards of users.
+OLLAMA_UP = Gauge("agent_ollama_up", "Deprecated: agent_model_up under its old name", ["gpu"])
 MODEL_PRESENT = Gauge("agent_model_present", "1 when the configured model is pulled in this worker's Ollama", ["gpu"])
 CLIENT_TASKS = Counter(
     "agent_client_tasks_total",

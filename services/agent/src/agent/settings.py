@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent_contract.secrets import RotatingSecret, read_secret
@@ -18,7 +21,7 @@ class Settings(BaseSettings):
 
     # The docstring under each field is its description: docs/configuration.md is generated from them.
     model_config = SettingsConfigDict(
-        env_file=None, extra="ignore", case_sensitive=False, use_attribute_docstrings=True
+        env_file=None, extra="ignore", case_sensitive=False, use_attribute_docstrings=True, populate_by_name=True
     )
 
     agent_host: str = "127.0.0.1"
@@ -27,8 +30,9 @@ class Settings(BaseSettings):
     """the API port"""
     ollama_url: str = "http://127.0.0.1:11434"
     """Ollama base URL"""
-    ollama_model: str = "qwen3:4b"
-    """default model (`qwen2.5:3b` is the faster, less accurate alternative)"""
+    model_name: str = Field(default="qwen3:4b", validation_alias=AliasChoices("model_name", "ollama_model"))
+    """the model the agent serves by default, as the model server names it (any engine; `OLLAMA_MODEL`, its name
+    before, still works and logs a deprecation notice once); `qwen2.5:3b` is the faster, less accurate alternative"""
     extra_models: str = ""
     """other Ollama models the agent also serves by name, comma separated (e.g. `qwen2.5:3b`)"""
     model_protocol: Literal["ollama", "openai"] = "ollama"
@@ -275,7 +279,10 @@ class Settings(BaseSettings):
         return RotatingSecret(self.frontend_jwt_secret, self.frontend_jwt_secret_file, "FRONTEND_JWT_SECRET")
 
     def model_endpoint(self) -> str:
-        return (self.model_url or self.ollama_url).rstrip("/")
+        """The model server's base URL, written with or without the `/v1` every OpenAI client puts in its base URL:
+        one trailing `/v1` is dropped, as the agent adds the API's paths (`/v1/models`, `/api/chat`) itself."""
+        url = (self.model_url or self.ollama_url).rstrip("/")
+        return url.removesuffix("/v1")
 
     def model_headers(self) -> dict[str, str]:
         key = self.model_api_key.get_secret_value() if self.model_api_key else ""
@@ -287,7 +294,7 @@ class Settings(BaseSettings):
 
     def served_models(self) -> list[str]:
         extras = [m.strip() for m in self.extra_models.split(",") if m.strip()]
-        return [self.ollama_model, *[m for m in extras if m != self.ollama_model]]
+        return [self.model_name, *[m for m in extras if m != self.model_name]]
 
     def think_value(self) -> bool | str | None:
         value = self.think.strip().lower()
@@ -309,6 +316,23 @@ def _names_model(entry: str, model: str) -> bool:
     return fnmatchcase(model, entry) if any(c in entry for c in "*?[") else model.startswith(entry)
 
 
+# Settings renamed for being engine-neutral: old environment name → new one. The old name still works.
+DEPRECATED_NAMES = {"OLLAMA_MODEL": "MODEL_NAME"}
+
+
+def deprecation_notices(environ: Mapping[str, str]) -> list[str]:
+    """One line per old setting name found in `environ` (the new name, when both are set, wins)."""
+    names = {k.upper() for k, v in environ.items() if v}
+    return [
+        f"{old} is deprecated: use {new} (same meaning){'; ignored, since ' + new + ' is set' if new in names else ''}"
+        for old, new in DEPRECATED_NAMES.items()
+        if old in names
+    ]
+
+
 @lru_cache
 def get_settings() -> Settings:
+    """The process's settings, built once; an old setting name is reported here, so once per process."""
+    for notice in deprecation_notices(os.environ):
+        print(f"local-agent: {notice}", file=sys.stderr)
     return Settings()

@@ -22,7 +22,7 @@ def test_capture_is_off_by_default_and_owner_only_when_on(tmp_path: Path) -> Non
 
 
 def test_model_names_resolve_with_and_without_tag() -> None:
-    settings = Settings(ollama_model="qwen3:latest", extra_models="qwen2.5:3b")
+    settings = Settings(model_name="qwen3:latest", extra_models="qwen2.5:3b")
     assert resolve_model({"model": "qwen3"}, settings) == "qwen3:latest"
     assert resolve_model({"model": "qwen2.5:3b"}, settings) == "qwen2.5:3b"
     with pytest.raises(ModelNotFound):

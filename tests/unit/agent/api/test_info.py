@@ -29,7 +29,7 @@ class Ollama(ScriptedBackend):
 @asynccontextmanager
 async def agent(tmp_path: Path, served: str, extra: str, ollama: list[str]) -> AsyncIterator[httpx.AsyncClient]:
     settings = Settings(
-        ollama_model=served,
+        model_name=served,
         extra_models=extra,
         model_backend="direct",
         agent_auth="none",

@@ -62,7 +62,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
         )
         app.state.loop = ToolLoop(settings, app.state.backend, app.state.toolbox)
         app.state.tasks = TaskRunner(settings, app.state.backend)
-        log.info("api_started", model=settings.ollama_model, backend=settings.model_backend)
+        log.info("api_started", model=settings.model_name, backend=settings.model_backend)
         yield
         access.flush(app.state.security)
         await app.state.toolbox.aclose()

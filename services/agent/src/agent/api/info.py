@@ -87,7 +87,7 @@ async def agent_info(
     policy: Policy = request.app.state.security.policy
     info: dict[str, Any] = {
         "agent_version": __version__,
-        "model": settings.ollama_model,
+        "model": settings.model_name,
         "models": settings.served_models(),
         "ollama_version": status.version,
         "engine": status.engine or None,

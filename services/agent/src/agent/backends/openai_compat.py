@@ -63,7 +63,7 @@ def error_for(status: int, text: str, request: RoundRequest, url: str) -> AgentE
     if status == 404:
         return ModelNotFound(
             f"Model '{request.model}' is not served by the model server at {url}: {message}. "
-            "To fix: set OLLAMA_MODEL to the name the server serves (GET /v1/models), or start it with that model.",
+            "To fix: set MODEL_NAME to the name the server serves (GET /v1/models), or start it with that model.",
             param="model",
         )
     if status == 500 and request.tools and "jinja" in message.lower():
@@ -202,10 +202,21 @@ class CompletionRound:
 async def openai_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
     """Reachable and the served model ids (GET /v1/models); llama-server's /props tells whether tools work."""
     try:
-        data = (await http.get(f"{url}/v1/models", timeout=3.0)).json()
-    except (httpx.HTTPError, ValueError) as exc:
+        resp = await http.get(f"{url}/v1/models", timeout=3.0)
+    except httpx.HTTPError as exc:
         return ModelStatus(False, detail=f"model server unreachable at {url}: {type(exc).__name__}")
-    entries = [m for m in data.get("data", []) if isinstance(m, dict)]
+    try:
+        data = resp.json()
+    except ValueError:
+        data = None
+    if resp.status_code != 200 or not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        body = " ".join(resp.text.split())[:200] or "an empty body"
+        return ModelStatus(
+            False,
+            detail=f"GET {url}/v1/models answered HTTP {resp.status_code} with {body!r}, not a model list: "
+            "is MODEL_URL the server's base URL?",
+        )
+    entries = [m for m in data["data"] if isinstance(m, dict)]
     models = [str(m.get("id", "")) for m in entries]
     owner = next((str(m["owned_by"]) for m in entries if m.get("owned_by")), "")  # llamacpp, vllm, ...
     scripted = owner == "fake"  # tests/fakes/fake_openai.py

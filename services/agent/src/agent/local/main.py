@@ -31,7 +31,7 @@ from agent.settings import Settings, get_settings
 
 DESCRIPTION = """Run local-agent on this machine: no Docker, no Redis. Starts the tool server on the demo database,
 checks the model server and the model (Ollama at OLLAMA_URL by default; any OpenAI-protocol server with
-MODEL_PROTOCOL=openai MODEL_URL=...; OLLAMA_MODEL names the model), warms it, and serves the OpenAI- and
+MODEL_PROTOCOL=openai MODEL_URL=...; MODEL_NAME names the model), warms it, and serves the OpenAI- and
 Ollama-compatible API on AGENT_HOST:AGENT_PORT (default 127.0.0.1:8000). Every variable of
 docs/configuration.md applies, as for agent-api."""
 
@@ -101,7 +101,7 @@ def start_mcp(state: State, token: str, files: Path) -> tuple[subprocess.Popen[b
 
 
 def embedded_settings(state: State, mcp_url: str, token: str) -> Settings:
-    """The environment's settings (OLLAMA_URL, OLLAMA_MODEL, AGENT_PORT, …) with the one-machine choices."""
+    """The environment's settings (OLLAMA_URL, MODEL_NAME, AGENT_PORT, …) with the one-machine choices."""
     return Settings(
         model_backend="direct",
         mcp_url=mcp_url,

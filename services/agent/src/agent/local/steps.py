@@ -66,7 +66,7 @@ class Checks:
 
     async def run(self) -> list[Step]:
         self.checked_at = time.monotonic()
-        model = self.settings.ollama_model
+        model = self.settings.model_name
         status = await engine_status(self.http, self.settings)
         if not status.reachable:
             return self._failed(self._unreachable())
@@ -101,7 +101,7 @@ class Checks:
         if self.ollama:
             return f"model {model} is not in Ollama at {self.url}: run `ollama pull {model}`"
         names = ", ".join(served) or "none"
-        return f"model {model} is not served at {self.url} (it serves: {names}): set OLLAMA_MODEL to one of them"
+        return f"model {model} is not served at {self.url} (it serves: {names}): set MODEL_NAME to one of them"
 
     def _failed(self, problem: str) -> list[Step]:
         self.problem = problem

@@ -38,7 +38,7 @@ from agent import cli
 from agent.backends.engine import engine_status
 from agent.backends.models import has_model
 from agent.backends.ollama import pull_hint, warm_up
-from agent.metrics import MODEL_PRESENT, OLLAMA_UP
+from agent.metrics import MODEL_PRESENT, MODEL_UP, OLLAMA_UP
 from agent.queue import keys
 from agent.queue.guard import RoundVerifier
 from agent.queue.slot import connect
@@ -73,7 +73,7 @@ class StatusReporter:
             "gpu_id": settings.gpu_id,
             "ollama_url": settings.model_endpoint(),
             "protocol": settings.model_protocol,
-            "model": settings.ollama_model,
+            "model": settings.model_name,
             "pid": os.getpid(),
             "slots": settings.worker_slots,
             "ollama_reachable": False,
@@ -108,7 +108,7 @@ class StatusReporter:
         self._probed = time.monotonic()
         settings, url = self.settings, self.settings.model_endpoint()
         status = await engine_status(self.http, settings)
-        present = has_model(status.models, settings.ollama_model)
+        present = has_model(status.models, settings.model_name)
         self.status.update(
             ollama_reachable=status.reachable,
             ollama_version=status.version,
@@ -117,13 +117,14 @@ class StatusReporter:
             models=status.models,
             model_present=present,
         )
-        OLLAMA_UP.labels(settings.gpu_id).set(1 if status.reachable else 0)
+        for gauge in (MODEL_UP, OLLAMA_UP):
+            gauge.labels(settings.gpu_id).set(1 if status.reachable else 0)
         MODEL_PRESENT.labels(settings.gpu_id).set(1 if present else 0)
         if not status.reachable:
             self.status.update(warmed=False, detail=status.detail)
         elif not present:
-            hint = pull_hint(settings.ollama_model) if settings.model_protocol == "ollama" else "see GET /v1/models"
-            self.status.update(warmed=False, detail=f"model {settings.ollama_model} missing at {url}: {hint}")
+            hint = pull_hint(settings.model_name) if settings.model_protocol == "ollama" else "see GET /v1/models"
+            self.status.update(warmed=False, detail=f"model {settings.model_name} missing at {url}: {hint}")
         elif settings.model_protocol == "openai":  # the server loaded its model at start: nothing to warm
             self.status.update(warmed=True, detail=status.detail or "ready")
         elif not self.status["warmed"]:
@@ -133,11 +134,11 @@ class StatusReporter:
         settings = self.settings
         started = time.monotonic()
         options = settings.round_options()
-        warmed, detail = await warm_up(self.http, settings.model_endpoint(), settings.ollama_model, options)
+        warmed, detail = await warm_up(self.http, settings.model_endpoint(), settings.model_name, options)
         self.status.update(warmed=warmed, detail=detail)
         log.info(
             "model_warmed" if warmed else "model_warm_up_failed",
-            model=settings.ollama_model,
+            model=settings.model_name,
             seconds=round(time.monotonic() - started, 3),
             options=options,
             detail=detail,
@@ -232,6 +233,7 @@ def serve_metrics(settings: Settings, metrics_dir: str) -> None:
     gauges say how they combine, agent.metrics) and this process's model probes."""
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=metrics_dir)  # type: ignore[no-untyped-call]
+    registry.register(MODEL_UP)
     registry.register(OLLAMA_UP)
     registry.register(MODEL_PRESENT)
     start_http_server(settings.worker_metrics_port, addr=settings.worker_metrics_host, registry=registry)
