@@ -216,6 +216,9 @@ class Settings(BaseSettings):
     """a figure in the answer not found in the tool results: `record` (trace, metric, audit only), `warn` (plus a
     warning line under the answer), `withhold` (answer replaced by the tool results; answer text is not
     streamed) — [grounding.md](grounding.md)"""
+    answer_check_budget_seconds: float = Field(default=0.5, gt=0)
+    """the answer (grounding) check's time per request, waiting for its thread included; past it the verdict is
+    `skipped` (trace, audit and `agent_grounding_checks_total{status="skipped"}`) and the answer goes out unchecked"""
 
     # Client background tasks (agent.loop.tasks): Open WebUI's title/tags/follow-up requests and the like.
     client_task_pattern: str = r"\s*###\s*Task:"

@@ -25,7 +25,7 @@ from agent.checks.context import ContextFigures, within
 from agent.checks.figures import Date, Figure, scan, source_values
 
 Source = Literal["tool", "derived", "question", "none"]
-Status = Literal["grounded", "ungrounded", "no_tool_call", "general", "figure_dropped", "no_figures"]
+Status = Literal["grounded", "ungrounded", "no_tool_call", "general", "figure_dropped", "no_figures", "skipped"]
 ASKS_FOR_FIGURE = re.compile(
     r"\b(?:how (?:many|much)|total|number of|count|average|sum|kaç|ne kadar|toplam|sayısı|tutar|ortalama)", re.I
 )
@@ -55,6 +55,7 @@ class Grounding:
     tools_called: bool
     tool_figures: int = 0  # distinct numbers in the tool results
     asked_for_figure: bool = False  # the question asks how many / how much
+    skipped: bool = False  # not checked: past its CPU budget (ANSWER_CHECK_BUDGET_SECONDS)
 
     @property
     def ungrounded(self) -> list[Check]:
@@ -62,6 +63,8 @@ class Grounding:
 
     @property
     def status(self) -> Status:
+        if self.skipped:
+            return "skipped"
         if not self.checks:  # dropped: not a single number, not even a time or a small count
             dropped = self.asked_for_figure and self.tool_figures and self.tools_called and not self.exempt
             return "figure_dropped" if dropped else "no_figures"

@@ -7,10 +7,13 @@ results' own key/value summary. Rules and limits: docs/grounding.md.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from agent import metrics
@@ -41,6 +44,10 @@ def context_texts(conversation: Sequence[Message]) -> list[str]:
     return [str(m.get("content") or "") for m in conversation if m.get("role") in ("user", "assistant", "tool")]
 
 
+def _question(conversation: Sequence[Message]) -> str:
+    return next((str(m.get("content") or "") for m in reversed(conversation) if m.get("role") == "user"), "")
+
+
 def judge(
     mode: Mode,
     answer: str,
@@ -49,8 +56,39 @@ def judge(
     *,
     tools_called: bool,
 ) -> Outcome:
-    question = next((str(m.get("content") or "") for m in reversed(conversation) if m.get("role") == "user"), "")
+    """The check on the calling thread (tests, tools); the API's loop uses `judge_aside`."""
+    question = _question(conversation)
     verdict = check(answer, tool_results, context_texts(conversation), tools_called=tools_called, question=question)
+    return decide(mode, verdict, tool_results, question)
+
+
+async def judge_aside(
+    checks: Executor,
+    budget: float,
+    mode: Mode,
+    answer: str,
+    tool_results: Sequence[tuple[str, str]],
+    conversation: Sequence[Message],
+    *,
+    tools_called: bool,
+) -> Outcome:
+    """The check on `checks` (one thread), never on the event loop: a long, figure-filled history costs the API's
+    other requests nothing. Past `budget` seconds (waiting included) the verdict is `skipped` and the answer goes
+    out as it is; a check not yet started is dropped, one under way finishes aside and is discarded."""
+    question = _question(conversation)
+    work = partial(
+        check, answer, tool_results, context_texts(conversation), tools_called=tools_called, question=question
+    )
+    future = asyncio.get_running_loop().run_in_executor(checks, work)
+    try:
+        verdict = await asyncio.wait_for(future, budget)
+    except TimeoutError:
+        verdict = Grounding([], [], tools_called, skipped=True)
+    return decide(mode, verdict, tool_results, question)
+
+
+def decide(mode: Mode, verdict: Grounding, tool_results: Sequence[tuple[str, str]], question: str) -> Outcome:
+    """What GROUNDING_MODE does with a verdict; every verdict is counted."""
     metrics.GROUNDING_CHECKS.labels(verdict.status).inc()
     for item in verdict.ungrounded:
         metrics.UNGROUNDED_FIGURES.labels(item.figure.kind).inc()

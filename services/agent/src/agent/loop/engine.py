@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,8 @@ class ToolLoop:
     def __init__(self, settings: Settings, backend: ModelBackend, toolbox: ToolBox) -> None:
         self.settings, self.backend, self.toolbox = settings, backend, toolbox
         self.retriever = Retriever(settings.tool_retrieval, settings.tool_top_k)
+        # the answer check's one thread: off the event loop, at most one core for all requests' checks
+        self.checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="answer-check")
 
     async def run(
         self, conversation: list[Message], model: str, caller: Caller, request_id: str = ""
@@ -132,8 +135,14 @@ class ToolLoop:
     ) -> AsyncIterator[TextEvent | FinalEvent]:
         """Check the answer's figures (GROUNDING_MODE), then send what is left: warning or held text, footer."""
         used = tools_used(state.trace)
-        verdict = mode.judge(
-            self.settings.grounding_mode, state.answer, state.results, conversation, tools_called=bool(used)
+        verdict = await mode.judge_aside(
+            self.checks,
+            self.settings.answer_check_budget_seconds,
+            self.settings.grounding_mode,
+            state.answer,
+            state.results,
+            conversation,
+            tools_called=bool(used),
         )
         if verdict.replaces:
             state.answer = verdict.text
