@@ -25,6 +25,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.bench.stats import venv_version
 from tests.support.procs import free_port, running
 
 TOKEN_DELAY = 0.004
@@ -94,7 +95,11 @@ def peers(fake_url: str, stack: ExitStack) -> Iterator[dict[str, tuple[str, dict
             stack.enter_context(running(cmd, env=env, ready_url=f"http://127.0.0.1:{port}/health/liveliness",
                                         timeout=600))  # fmt: skip
             body = chat("ollama_chat/qwen3:8b")
-            found["LiteLLM 1.106.12"] = (f"http://127.0.0.1:{port}/v1/chat/completions", body, sse_text)
+            found[f"LiteLLM {venv_version(venv, 'litellm')}"] = (
+                f"http://127.0.0.1:{port}/v1/chat/completions",
+                body,
+                sse_text,
+            )
         if (bin_dir / "ollama-mcp-bridge").exists():
             port, config = free_port(), Path(stack.enter_context(_tmpdir())) / "mcp-config.json"
             config.write_text(json.dumps({"mcpServers": {}}))
@@ -102,7 +107,11 @@ def peers(fake_url: str, stack: ExitStack) -> Iterator[dict[str, tuple[str, dict
                    "--port", str(port), "--ollama-url", fake_url]  # fmt: skip
             ready = f"http://127.0.0.1:{port}/health"
             stack.enter_context(running(cmd, env=LOOPBACK_ONLY, ready_url=ready, timeout=120))
-            found["ollama-mcp-bridge 0.12.2"] = (f"http://127.0.0.1:{port}/api/chat", chat("qwen3:8b"), ollama_text)
+            found[f"ollama-mcp-bridge {venv_version(venv, 'ollama-mcp-bridge')}"] = (
+                f"http://127.0.0.1:{port}/api/chat",
+                chat("qwen3:8b"),
+                ollama_text,
+            )
     yield found
 
 
