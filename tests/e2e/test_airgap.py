@@ -65,13 +65,17 @@ def airgap(built: Stack, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     tmp = tmp_path_factory.mktemp("airgap")
     models = fake_model(tmp / "models")
     out = tmp / "local-agent-e2e.tar"
+    key = tmp / "operator"  # the operator's signing key, made as docs/airgap.md says
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "operator", "-f", str(key)])
+    signers = tmp / "allowed_signers"
+    signers.write_text(f'operator namespaces="local-agent-bundle" {key.with_suffix(".pub").read_text()}')
     cmd = [str(REPO / "scripts/airgap-bundle"), "--images-from", "e2e", "--models-dir", str(tmp / "models")]
-    run([*cmd, "--models", MODEL, "--no-build", "--out", str(out)], env=built.env, timeout=600)
+    run([*cmd, "--models", MODEL, "--no-build", "--sign-key", str(key), "--out", str(out)], env=built.env, timeout=600)
     shim = tmp / "bin/docker"
     shim.parent.mkdir()
     shim.write_text(SHIM.format(real=shutil.which("docker")))
     shim.chmod(0o755)
-    return {"bundle": out, "models": models, "bin": shim.parent, "tmp": tmp}
+    return {"bundle": out, "models": models, "bin": shim.parent, "tmp": tmp, "signers": signers}
 
 
 def install(
@@ -80,6 +84,7 @@ def install(
     log = Path(str(airgap["tmp"])) / f"calls-{uuid.uuid4().hex[:6]}.log"
     env = {"PATH": f"{airgap['bin']}:{os.environ['PATH']}", "DOCKER_CALL_LOG": str(log), "AIRGAP_WAIT": "240"}
     cmd = [str(REPO / "scripts/airgap-install"), str(bundle), "--dir", str(site), "--project", project]
+    cmd += ["--allowed-signers", str(airgap["signers"])]
     proc = run(cmd, env=env, check=False, timeout=600)
     return proc, log.read_text().splitlines() if log.exists() else []
 
