@@ -83,7 +83,8 @@ def start_mcp(state: State, token: str, files: Path) -> tuple[subprocess.Popen[b
         "MCP_HOST": "127.0.0.1",
         "MCP_PORT": str(port),
         "MCP_TOKEN": token,
-        "DATA_DIR": str(state.data_dir),
+        # the child is a process of its own (its /proc/self/fd differs): it gets the folder by name
+        "DATA_DIR": str(state.where / "mcp-data"),
         "FILES_ROOT": str(files),
         "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"),
     }
@@ -155,12 +156,13 @@ def start(home: Path, files: Path | None) -> int:
     state = State(home)
     say(f"local-agent {cli.package_version()}, state in {state.home}")
     made = state.prepare()
+    state = state.anchored()  # from here on keys, audit and secrets are read through one handle on the folder
     for item, new in made.items():
         say(Step("ok" if new else "kept", f"{item} {'generated' if new else 'kept'}").line())
     token, _ = state.mcp_token()
-    child, mcp_url = start_mcp(state, token, files or state.files_root)
+    child, mcp_url = start_mcp(state, token, files or state.where / "files")
     try:
-        say(Step("ok", f"tool server on {mcp_url} (demo database in {state.data_dir})").line())
+        say(Step("ok", f"tool server on {mcp_url} (demo database in {state.where / 'mcp-data'})").line())
         settings = embedded_settings(state, mcp_url, token)
         checks = Checks(settings)
         for step in asyncio.run(_first_checks(checks)):
@@ -178,7 +180,7 @@ def start(home: Path, files: Path | None) -> int:
 def key_notice(state: State, new: bool) -> str:
     """The admin key is shown once, when it is made; a terminal's scroll-back or a log of every later start
     would otherwise keep a copy. Afterwards: where it is."""
-    path = state.home / "admin.key"
+    path = state.where / "admin.key"
     if new:
         return f"admin API key, shown this once (also kept in {path}, readable only by you):\n  {state.admin_key()[0]}"
     return f"admin API key: in {path} (e.g. KEY=$(cat {path}))"

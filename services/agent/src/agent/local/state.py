@@ -2,7 +2,11 @@
 
 It holds the keys file, the admin key, the MCP token and the audit key: whoever can write it can let
 themselves in. So it is created 0700, and an existing one that another user owns or may write into is
-refused with the command that fixes it (as ssh refuses a `~/.ssh` others can write), never used as is.
+refused with the command that fixes it (as ssh refuses a `~/.ssh` others can write), never used as is; so is
+one below a folder another user owns or may write into (OpenSSH's StrictModes: every ancestor owned by root or
+the user, not writable by others unless sticky, like /tmp), who could otherwise swap the whole folder. Once
+checked, the folder is opened once (`anchored`): the server reads keys, audit and secrets through that handle,
+so a folder swapped under a running server changes nothing it reads.
 """
 
 from __future__ import annotations
@@ -52,9 +56,44 @@ def check_private(path: Path) -> None:
         )
 
 
+def check_ancestors(home: Path) -> None:
+    """Refuse a state directory below a folder another user owns or may write into (sticky folders excepted)."""
+    for folder in home.absolute().parents:
+        info = folder.stat()
+        if info.st_uid not in (0, os.getuid()):
+            raise UsageError(
+                f"{folder}, above the state directory, belongs to another user (uid {info.st_uid}), who could swap "
+                "the state directory for their own; choose a directory of your own with --home DIR"
+            )
+        if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+            raise UsageError(
+                f"{folder}, above the state directory, is writable by other users (mode "
+                f"{stat.S_IMODE(info.st_mode):o}), who could swap the state directory; fix it with "
+                f"`chmod go-w {folder}` (or choose another state directory with --home DIR)"
+            )
+
+
 @dataclass(frozen=True)
 class State:
-    home: Path
+    home: Path  # where files are read and written: after `anchored`, the opened folder's handle
+    shown: Path | None = None  # the folder's name, for messages (None: `home` is the name)
+
+    @property
+    def where(self) -> Path:
+        return self.shown or self.home
+
+    def anchored(self) -> State:
+        """This state, read from now on through one handle on the folder checked (Linux: /proc/self/fd/N), not
+        by its name: renaming it and planting another in its place changes nothing the server reads. Elsewhere
+        (no /proc/self/fd) the name is kept."""
+        if not Path("/proc/self/fd").is_dir():
+            return self
+        fd = os.open(self.home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        opened, named = os.fstat(fd), os.lstat(self.home)
+        if (opened.st_dev, opened.st_ino) != (named.st_dev, named.st_ino):  # swapped between the check and now
+            os.close(fd)
+            raise UsageError(f"{self.home} changed while it was being checked; start again")
+        return State(Path(f"/proc/self/fd/{fd}"), self.home)
 
     @property
     def keys_file(self) -> Path:
@@ -101,7 +140,10 @@ class State:
         """Create what is missing (0700), refuse what others could write; says, per item, whether it was
         made now (True) or kept from an earlier start."""
         try:
-            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for folder in reversed([p for p in self.home.absolute().parents if not p.exists()]):
+                folder.mkdir(mode=0o755)  # not writable by others, whatever the umask (mkdir -p would leave it)
+            self.home.mkdir(exist_ok=True, mode=0o700)
+            check_ancestors(self.home)
             for entry in self.entries():
                 if entry.exists() or entry.is_symlink():
                     check_private(entry)
