@@ -228,7 +228,7 @@ class SoakStack:
         """Queue state that should be empty once every request is over: slot locks, queued jobs, event streams."""
         with self.redis() as client:
             return {
-                "slot_locks": sum(client.exists(k) for k in keys.gpu_slot_keys("gpu0", self.slots)),
+                "slot_locks": sum(client.exists(k) for k in keys.gpu_slot_keys("main", "gpu0", self.slots)),
                 "queued_jobs": sum(client.llen(k) for k in keys.RQ_QUEUE_KEYS),
             }
 

@@ -41,7 +41,7 @@ queue_redis, queue_fake, queue_workers = (
 )
 
 GPU = "gpu-test"
-SLOT = keys.gpu_slot_keys(GPU, 1)[0]
+SLOT = keys.gpu_slot_keys("main", GPU, 1)[0]
 
 
 @pytest.fixture

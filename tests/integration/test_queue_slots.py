@@ -47,4 +47,4 @@ async def test_workers_sharing_a_gpu_id_share_its_slots(queue_workers: Workers) 
     assert texts == ["a b c d e f g h"] * 10
     assert queue_workers.fake.stats()["peak"] == 2  # four rounds could run in two workers; the GPU has two slots
     assert "round_finished" in first.output() and "round_finished" in second.output()
-    assert queue_workers.redis.client().exists(*gpu_slot_keys("gpu0", 2)) == 0  # every slot given back
+    assert queue_workers.redis.client().exists(*gpu_slot_keys("main", "gpu0", 2)) == 0  # every slot given back

@@ -34,6 +34,7 @@ from tests.integration.test_queue_gpu import (
     test_rounds_of_conversations_under_way_overtake_new_ones,
 )
 from tests.integration.test_queue_tasks import test_a_user_round_preempts_a_running_task_round
+from tests.support import round_keys
 from tests.support.procs import VENV_BIN, free_port, running
 from tests.support.redis_users import RedisUsers
 
@@ -196,6 +197,7 @@ def test_a_revoked_worker_host_is_cut_off_at_once_and_cannot_log_in_again(
             "REDIS_PASSWORD_FILE": str(secret),
             "WORKER_METRICS_PORT": str(free_port()),
             "PATH": str(VENV_BIN),
+            "ROUND_VERIFY_KEY": round_keys.verify_key(),  # as shipped: past it, the credentials are what is refused
         },
         capture_output=True,
         text=True,

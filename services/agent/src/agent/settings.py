@@ -281,6 +281,12 @@ class Settings(BaseSettings):
         """The front-end token secret, re-read when FRONTEND_JWT_SECRET_FILE changes (a rotation needs no restart)."""
         return RotatingSecret(self.frontend_jwt_secret, self.frontend_jwt_secret_file, "FRONTEND_JWT_SECRET")
 
+    def worker_host(self) -> str:
+        """The GPU host this worker runs on, as its Redis user names it (`worker-NAME` → NAME; else `main`): the
+        prefix of the keys only this host may write."""
+        user = self.redis_username or ""
+        return user.removeprefix("worker-") if user.startswith("worker-") else "main"
+
     def model_endpoint(self) -> str:
         """The model server's base URL, written with or without the `/v1` every OpenAI client puts in its base URL:
         one trailing `/v1` is dropped, as the agent adds the API's paths (`/v1/models`, `/api/chat`) itself."""

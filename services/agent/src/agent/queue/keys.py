@@ -69,7 +69,9 @@ def worker_status_key(worker_id: str) -> str:
     return f"agent:worker:{worker_id}:status"
 
 
-def gpu_slot_keys(gpu_id: str, slots: int) -> list[str]:
-    """The backend's counted lock: one key per round it may run at once (WORKER_SLOTS). Slot 0 keeps the name
-    the one-slot lock always had, so a worker of the previous release on the same GPU still excludes this one."""
-    return [f"agent:gpu:{gpu_id}:lock", *(f"agent:gpu:{gpu_id}:lock:{k}" for k in range(1, slots))]
+def gpu_slot_keys(host: str, gpu_id: str, slots: int) -> list[str]:
+    """The backend's counted lock: one key per round it may run at once (WORKER_SLOTS), under the worker host's own
+    prefix, which only that host's Redis user may write (images/entrypoint/redis-users): a stolen worker password
+    can hold its own host's slots, never another host's."""
+    base = f"agent:host:{host}:gpu:{gpu_id}:lock"
+    return [base, *(f"{base}:{k}" for k in range(1, slots))]

@@ -101,7 +101,11 @@ async def execute_round(rt: Runtime, job_id: str, request_dict: dict[str, Any], 
     control = rt.rounds[job_id] = RoundControl(task)
     structlog.contextvars.bind_contextvars(job_id=job_id)
     settings = rt.settings
-    lock = GpuLock(rt.redis, gpu_slot_keys(settings.gpu_id, settings.worker_slots), f"{rt.worker_id}:{job_id}")
+    lock = GpuLock(
+        rt.redis,
+        gpu_slot_keys(settings.worker_host(), settings.gpu_id, settings.worker_slots),
+        f"{rt.worker_id}:{job_id}",
+    )
     writer = EventWriter(rt.redis, job_id, control, lock)
     SENDING.set(writer.flush)
     outcome: dict[str, Any] = {"outcome": "error"}
