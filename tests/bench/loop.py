@@ -6,6 +6,7 @@ a one-round agent request (no tool call) and a two-round agent request with one 
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
 import tempfile
@@ -16,12 +17,14 @@ import httpx
 
 from tests.bench import first_token, tool_round
 from tests.bench.stats import summary_ms
+from tests.support import round_keys
 from tests.support.procs import free_port, running
 
 MSG = [{"role": "user", "content": "hello"}]
 
 
 def main() -> None:
+    os.environ.update(round_keys.env())  # a round-key pair, as secrets-init makes one: agent-api signs, workers verify
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     n = int(args[0]) if args else 300
     tmp = Path(tempfile.mkdtemp(prefix="bench-loop-"))

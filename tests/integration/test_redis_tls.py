@@ -23,6 +23,7 @@ from agent.settings import Settings
 from tests.fakes.control import FakeOllama
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import answer, request
+from tests.support import round_keys
 from tests.support.procs import VENV_BIN, Proc, free_port, start
 
 pytestmark = pytest.mark.integration
@@ -150,7 +151,7 @@ def test_a_worker_that_cannot_join_says_why_in_one_line(
     tls_redis: TlsRedis, queue_fake: FakeOllama, case: str, change: dict[str, str], expected: str
 ) -> None:
     env = {k: v for k, v in worker_env(tls_redis, queue_fake, **change).items() if v}
-    full = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", **env}
+    full = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", **round_keys.env(), **env}  # the shipped worker has its key
     done = subprocess.run([str(VENV_BIN / "agent-worker")], env=full, capture_output=True, text=True, timeout=30)
     assert done.returncode == 2, done
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
