@@ -137,6 +137,25 @@ def settings_for(redis_url: str, ollama_url: str, **overrides: Any) -> Settings:
     )
 
 
+@contextlib.contextmanager
+def shipped_acl_redis(tmp_path_factory: pytest.TempPathFactory, host: str) -> Iterator[RedisServer]:
+    """A queue Redis with the users init-secrets ships and one worker host added as scripts/worker-host does."""
+    users = RedisUsers.generate(tmp_path_factory.mktemp("vault"))
+    users.add_host(host)
+    server = RedisServer(free_port(), tmp_path_factory.mktemp("redis"), users=users)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def login_as(server: RedisServer, user: str) -> redis.Redis:
+    """A client of `server` logged in as one of its shipped users (a stolen password, in the attack tests)."""
+    assert server.users is not None
+    return redis.Redis(port=server.port, username=user, password=server.users.password(user), socket_timeout=5)
+
+
 @pytest.fixture(scope="module")
 def queue_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     server = RedisServer(free_port(), tmp_path_factory.mktemp("redis"))

@@ -36,7 +36,6 @@ from tests.integration.test_queue_gpu import (
 from tests.integration.test_queue_tasks import test_a_user_round_preempts_a_running_task_round
 from tests.support import round_keys
 from tests.support.procs import VENV_BIN, free_port, running
-from tests.support.redis_users import RedisUsers
 
 pytestmark = pytest.mark.integration
 queue_fake = queue_fixtures.queue_fake
@@ -59,12 +58,8 @@ ROLES = ("api", "worker-main", f"worker-{HOST}")
 @pytest.fixture(scope="module")
 def queue_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """The queue's Redis with the shipped users; the workers of the imported flows connect as the worker host."""
-    users = RedisUsers.generate(tmp_path_factory.mktemp("vault"))
-    users.add_host(HOST)
-    server = RedisServer(free_port(), tmp_path_factory.mktemp("redis"), users=users)
-    server.start()
-    yield server
-    server.stop()
+    with queue_fixtures.shipped_acl_redis(tmp_path_factory, HOST) as server:
+        yield server
 
 
 @pytest.fixture(autouse=True)

@@ -25,8 +25,7 @@ from agent.queue import admit, keys
 from agent.queue.guard import JOB_FUNCTION
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import RedisServer, Workers, answer, open_backend, request
-from tests.support.procs import free_port, wait_until
-from tests.support.redis_users import RedisUsers
+from tests.support.procs import wait_until
 
 pytestmark = pytest.mark.integration
 queue_fake = queue_fixtures.queue_fake
@@ -37,17 +36,8 @@ HOST = "gpu-host-2"
 @pytest.fixture(scope="module")
 def queue_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """The queue's Redis with the users init-secrets ships, and one worker host added as scripts/worker-host does."""
-    users = RedisUsers.generate(tmp_path_factory.mktemp("vault"))
-    users.add_host(HOST)
-    server = RedisServer(free_port(), tmp_path_factory.mktemp("redis"), users=users)
-    server.start()
-    yield server
-    server.stop()
-
-
-def stolen(server: RedisServer, user: str) -> redis.Redis:
-    assert server.users is not None
-    return redis.Redis(port=server.port, username=user, password=server.users.password(user), socket_timeout=5)
+    with queue_fixtures.shipped_acl_redis(tmp_path_factory, HOST) as server:
+        yield server
 
 
 def hostile_jobs(marker: Path, harness: redis.Redis) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -84,7 +74,7 @@ async def test_jobs_pushed_with_a_stolen_password_run_nothing_and_the_worker_kee
 ) -> None:
     marker = tmp_path / "pwned"
     worker = queue_workers.start()
-    attacker = stolen(queue_workers.redis, user)
+    attacker = queue_fixtures.login_as(queue_workers.redis, user)
     pushed = []
     for what, (job_id, fields) in hostile_jobs(marker, queue_workers.redis.client()).items():
         fields["origin"] = queue

@@ -7,14 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-import redis
 from redis.exceptions import NoPermissionError
 
 from agent.queue.keys import gpu_slot_keys
 from agent.settings import Settings
-from tests.integration.queue_fixtures import RedisServer
-from tests.support.procs import free_port
-from tests.support.redis_users import RedisUsers
+from tests.integration.queue_fixtures import RedisServer, login_as, shipped_acl_redis
 
 pytestmark = pytest.mark.integration
 HOST = "gpu-host-2"
@@ -22,17 +19,8 @@ HOST = "gpu-host-2"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    users = RedisUsers.generate(tmp_path_factory.mktemp("vault"))
-    users.add_host(HOST)
-    found = RedisServer(free_port(), tmp_path_factory.mktemp("redis"), users=users)
-    found.start()
-    yield found
-    found.stop()
-
-
-def login(server: RedisServer, user: str) -> redis.Redis:
-    assert server.users is not None
-    return redis.Redis(port=server.port, username=user, password=server.users.password(user), socket_timeout=5)
+    with shipped_acl_redis(tmp_path_factory, HOST) as found:
+        yield found
 
 
 @pytest.mark.parametrize(("user", "own", "other"), [(f"worker-{HOST}", HOST, "main"), ("worker-main", "main", HOST)])
@@ -40,7 +28,7 @@ def test_a_worker_user_holds_its_own_hosts_slots_and_no_other(
     server: RedisServer, user: str, own: str, other: str
 ) -> None:
     assert Settings(redis_username=user).worker_host() == own  # the prefix its rounds take their slots under
-    with login(server, user) as worker:
+    with login_as(server, user) as worker:
         assert worker.set(gpu_slot_keys(own, "gpu0", 1)[0], "slot:job", nx=True, px=5000)
         for key in gpu_slot_keys(other, f"{other}-gpu0", 2) + gpu_slot_keys(other, "gpu0", 1):
             with pytest.raises(NoPermissionError):
