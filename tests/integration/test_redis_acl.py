@@ -18,7 +18,7 @@ import pytest
 import redis
 from redis.exceptions import AuthenticationError, ConnectionError, NoPermissionError, ResponseError
 
-from agent.queue.keys import cancel_key, rq_job_key
+from agent.queue.keys import RQ_QUEUE_KEYS, cancel_key, rq_job_key
 from tests.integration import queue_fixtures
 from tests.integration.conftest import McpServer, agent_env
 from tests.integration.queue_fixtures import RedisServer, Workers
@@ -226,3 +226,21 @@ def test_the_audit_record_names_the_worker_that_ran_the_rounds(
     for record in [r for r in records if r["event"] == "request"]:
         (worker,) = record["workers"]
         assert worker.startswith(f"{HOST}-gpu0."), worker  # its GPU_ID, which starts with the worker host's name
+
+
+def test_kedas_user_reads_the_round_queues_lengths_and_nothing_else(queue_redis: RedisServer) -> None:
+    """deploy/kubernetes/overlays/keda scales the workers on the queues' lengths as the `keda` user: LLEN of the
+    three round queues, no job (a round holds a customer's question), no write."""
+    queue_redis.client().rpush(RQ_QUEUE_KEYS[0], "j1")
+    queue_redis.client().set(PLANTED, "x")
+    keda = login(queue_redis, "keda")
+    assert [keda.llen(key) for key in RQ_QUEUE_KEYS] == [1, 0, 0]
+    for command in (
+        ("LRANGE", RQ_QUEUE_KEYS[0], "0", "-1"),
+        ("LPOP", RQ_QUEUE_KEYS[0]),
+        ("GET", PLANTED),
+        ("HGETALL", rq_job_key("j1")),
+        ("LLEN", "agent:workers"),
+        ("RPUSH", RQ_QUEUE_KEYS[1], "x"),
+    ):
+        assert refused(queue_redis, "keda", *command), f"keda may run {command}"

@@ -8,16 +8,15 @@ puts in the environment every test process inherits.
 from __future__ import annotations
 
 import base64
+import os
 from functools import cache
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agent.queue.guard import RoundSigner, RoundVerifier
 
 
 @cache
 def signing_key() -> str:
-    return base64.b64encode(Ed25519PrivateKey.generate().private_bytes_raw()).decode()
+    return base64.b64encode(os.urandom(32)).decode()  # any 32 random bytes are an Ed25519 private key
 
 
 def signer() -> RoundSigner:

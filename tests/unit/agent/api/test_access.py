@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
-from fastapi import Request
+from starlette.requests import Request
 
 from agent.api.access import caller
 from agent.security.auth import Identity
