@@ -109,3 +109,22 @@ def test_a_setuid_member_is_refused_even_when_listed_and_signed(tmp_path: Path, 
     write_manifest(root)
     sign(root, key)
     refused_with(verify(as_tar(root) if packed else root, allowed(tmp_path, key)), "setuid")
+
+
+def test_a_truncated_signed_bundle_is_refused_by_name(tmp_path: Path) -> None:
+    """The signature holds (MANIFEST and its signature come first in the tar), the damage is still named."""
+    key = keypair(tmp_path, "operator")
+    root = bundle(tmp_path, None)
+    (root / "zz-large.bin").write_bytes(bytes(range(256)) * 4096)  # last in the tar: where the cut falls
+    write_manifest(root)
+    sign(root, key)
+    packed = tmp_path / "packed.tar"
+    with tarfile.open(packed, "w") as tar:  # as scripts/airgap-bundle orders it: MANIFEST and its signature first
+        tar.add(root / "MANIFEST", arcname=f"{root.name}/MANIFEST")
+        tar.add(root / "MANIFEST.sig", arcname=f"{root.name}/MANIFEST.sig")
+        for path in sorted(root.rglob("*")):
+            if path.name not in ("MANIFEST", "MANIFEST.sig"):
+                tar.add(path, arcname=f"{root.name}/{path.relative_to(root)}", recursive=False)
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(packed.read_bytes()[: packed.stat().st_size * 2 // 3])
+    refused_with(verify(cut, allowed(tmp_path, key)), "zz-large.bin")
