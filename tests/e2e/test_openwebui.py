@@ -24,11 +24,13 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.e2e.stack import REPO, run
-from tests.e2e.webui_page import ANSWER, ANSWER_TEXT, ask_in_page, log_in
+from tests.e2e.webui_page import ANSWER, ANSWER_TEXT, ask_in_page, log_in, page_text
 from tests.e2e.webui_stack import CLOCK, USERS, Front, records, sent
-from tests.support.browser import chromium, keep_evidence, missing
+from tests.support.browser import chromium, keep_evidence, missing, wait_for
 from tests.support.procs import free_port, running, wait_until
 
 # One Open WebUI start (and a restart for the rotation) takes 1-2 min on a quiet box, many more on a busy one.
@@ -141,6 +143,7 @@ def test_ordinary_users_chat_through_the_page_in_headless_chromium(front: Front,
         with chromium(tmp_path / "profile") as page:
             try:
                 log_in(page, front.webui, email, front.passwords[email])
+                first_screen(page, front)
                 shown, partial = ask_in_page(page, "Saat kaç?")
             except Exception:
                 print(f"evidence: {keep_evidence(page, tmp_path, email.split('@')[0])}")
@@ -155,6 +158,15 @@ def test_ordinary_users_chat_through_the_page_in_headless_chromium(front: Front,
 
     wait_until(lambda: tasks() >= set(USERS), 120, what="a background task of each user in the audit log")
     front.check_users_and_tasks(audit_mark, sent_mark)
+
+
+def first_screen(page: WebDriver, front: Front) -> None:
+    """A new analyst's first screen, as shipped: the product's suggested prompts, no release-notes window."""
+    suggestions = json.loads(front.service["environment"]["DEFAULT_PROMPT_SUGGESTIONS"])
+    wanted = [s["title"][1] for s in suggestions]
+    wait_for(page, lambda p: all(w in page_text(p) for w in wanted), 60, "the product's suggested prompts")
+    assert "kaç çekim onay bekliyor?" in wanted, wanted  # Turkish too
+    assert "What's New" not in page_text(page) and not page.find_elements(By.XPATH, '//button[contains(., "Okay")]')
 
 
 def test_the_key_open_webuis_admin_can_read_names_nobody(front: Front) -> None:
