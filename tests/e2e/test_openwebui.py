@@ -17,18 +17,22 @@ import secrets
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import yaml
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
 
+from agent.errors import UpstreamError
 from tests.e2e.stack import REPO, run
-from tests.e2e.webui_page import ANSWER, ANSWER_TEXT, ask_in_page, log_in
-from tests.e2e.webui_stack import CLOCK, USERS, Front, records, sent
-from tests.support.browser import chromium, keep_evidence, missing
+from tests.e2e.webui_page import ANSWER, ANSWER_TEXT, ask_in_page, focus_chat_box, log_in, page_text
+from tests.e2e.webui_stack import BROKEN, BROKEN_MID, CLOCK, USERS, Front, records, sent
+from tests.support.browser import chromium, keep_evidence, missing, wait_for
 from tests.support.procs import free_port, running, wait_until
 
 # One Open WebUI start (and a restart for the rotation) takes 1-2 min on a quiet box, many more on a busy one.
@@ -98,7 +102,7 @@ def front(webui_bin: Path, docker_ready: None) -> Iterator[Front]:
         running(["mcp-server"], env=mcp_env, ready_url=f"http://127.0.0.1:{m_port}/healthz", timeout=180),
         running(["agent-api"], env=agent_env, ready_url=f"{agent}/healthz", timeout=180),  # slow on a loaded box
     ):
-        httpx.post(f"{fake}/_fake/script", json={"rules": [CLOCK], "default": ANSWER})
+        httpx.post(f"{fake}/_fake/script", json={"rules": [CLOCK, BROKEN, BROKEN_MID], "default": ANSWER})
         webui = Front(services["open-webui"], webui_bin, agent, fake, tmp, vault)
         with webui:
             webui.add_users()
@@ -141,6 +145,7 @@ def test_ordinary_users_chat_through_the_page_in_headless_chromium(front: Front,
         with chromium(tmp_path / "profile") as page:
             try:
                 log_in(page, front.webui, email, front.passwords[email])
+                first_screen(page, front)
                 shown, partial = ask_in_page(page, "Saat kaç?")
             except Exception:
                 print(f"evidence: {keep_evidence(page, tmp_path, email.split('@')[0])}")
@@ -155,6 +160,41 @@ def test_ordinary_users_chat_through_the_page_in_headless_chromium(front: Front,
 
     wait_until(lambda: tasks() >= set(USERS), 120, what="a background task of each user in the audit log")
     front.check_users_and_tasks(audit_mark, sent_mark)
+
+
+def test_a_model_failure_reads_the_same_before_the_first_word_and_mid_answer_in_turkish(
+    front: Front, tmp_path: Path
+) -> None:
+    if why := missing():
+        pytest.fail(why)
+    email = next(iter(USERS))
+    text = f"⚠️ {UpstreamError.public_tr}"
+    with chromium(tmp_path / "profile") as page:
+        try:
+            log_in(page, front.webui, email, front.passwords[email])
+            for question in ("Model çöktü önce: kaç çekim onay bekliyor?", "Model çöktü yarıda: kaç çekim var?"):
+                wait_for(page, focus_chat_box, 60, "a clickable chat box")
+                shown = page_text(page).count(text)
+                page.find_element(By.ID, "chat-input").send_keys(question, Keys.ENTER)
+                wait_for(page, more_of(text, shown), 120, "the failure in the answer")
+            assert "Bekleyen çekim" in page_text(page)  # the words before the failure stay, the text follows
+            assert "/readyz" not in page_text(page) and "logs" not in page_text(page)
+        except Exception:
+            print(f"evidence: {keep_evidence(page, tmp_path, 'failure')}")
+            raise
+
+
+def more_of(text: str, seen: int) -> Callable[[WebDriver], bool]:
+    return lambda page: page_text(page).count(text) > seen
+
+
+def first_screen(page: WebDriver, front: Front) -> None:
+    """A new analyst's first screen, as shipped: the product's suggested prompts, no release-notes window."""
+    suggestions = json.loads(front.service["environment"]["DEFAULT_PROMPT_SUGGESTIONS"])
+    wanted = [s["title"][1] for s in suggestions]
+    wait_for(page, lambda p: all(w in page_text(p) for w in wanted), 60, "the product's suggested prompts")
+    assert "kaç çekim onay bekliyor?" in wanted, wanted  # Turkish too
+    assert "What's New" not in page_text(page) and not page.find_elements(By.XPATH, '//button[contains(., "Okay")]')
 
 
 def test_the_key_open_webuis_admin_can_read_names_nobody(front: Front) -> None:

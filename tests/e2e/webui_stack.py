@@ -24,6 +24,15 @@ CLOCK = {
     "when": {"user_contains": "saat", "last_role": "user", "has_tools": True},
     "reply": {"tool_calls": [{"name": "sistem_bilgisi", "arguments": {}}]},
 }
+# The model dies on these questions: before its first word, and after three words of an answer.
+BROKEN = {
+    "when": {"user_contains": "çöktü önce"},
+    "reply": {"content": "hiç", "stream_error": {"after_tokens": 0, "message": "runner crashed"}},
+}
+BROKEN_MID = {
+    "when": {"user_contains": "çöktü yarıda"},
+    "reply": {"content": "Bekleyen çekim sayısı şu", "stream_error": {"after_tokens": 3, "message": "runner crashed"}},
+}
 # The only shipped variables the test changes (or adds): addresses and paths of this machine.
 MOVED = frozenset({"OLLAMA_BASE_URL", "DATA_DIR", "LOCAL_AGENT_SECRETS"})
 ROTATE_SCRIPT = REPO / "scripts/rotate-frontend"

@@ -17,6 +17,27 @@ AgentError
 
 from __future__ import annotations
 
+import re
+from typing import Literal
+
+Language = Literal["en", "tr"]
+# Letters English never uses, and frequent Turkish words written without them ("kac", "mi"): a small,
+# deterministic guess of the question's language for the chat user's error text.
+_TURKISH_LETTERS = re.compile("[çğıöşüÇĞİÖŞÜ]")
+# (words with a Turkish-only letter are caught by the letters; these are the ASCII spellings)
+_TURKISH_WORDS = frozenset(
+    {"kac", "ne", "nedir", "neden", "nasil", "mi", "mu", "var", "yok", "bugun", "dun", "hangi", "kim", "hesap"}
+    | {"hesaplar", "cekim", "yatirim", "onay", "bekliyor", "saat", "lutfen", "ve", "ile", "icin", "bu", "kac"}
+)
+
+
+def guess_language(text: str) -> Language:
+    """Turkish ("tr") for a question (a Turkish-only letter, or two common Turkish words), else "en"."""
+    if _TURKISH_LETTERS.search(text):
+        return "tr"
+    words = re.findall(r"[a-z]+", text.lower())
+    return "tr" if sum(w in _TURKISH_WORDS for w in words) >= 2 else "en"
+
 
 class AgentError(Exception):
     status = 500
@@ -24,9 +45,9 @@ class AgentError(Exception):
     code: str | None = None
     # What a client reads for a server-side failure: `message` names internal addresses and commands,
     # which belong in the logs and /readyz, not in a chat window. None: `message` is for the client.
-    public: str | None = (
-        "The agent failed while answering. Try again; if it keeps happening, tell the operator (agent logs)."
-    )
+    public: str | None = "The agent failed while answering. Try again; if it keeps happening, tell the operator."
+    # The same text for a Turkish question; None: `public` (or `message`) in every language.
+    public_tr: str | None = "Ajan yanıtlarken bir hata oluştu. Yeniden deneyin; sürerse operatöre haber verin."
 
     def __init__(
         self, message: str, *, param: str | None = None, code: str | None = None, retry_after: float | None = None
@@ -41,6 +62,12 @@ class AgentError(Exception):
     @property
     def client_message(self) -> str:
         return self.public or self.message
+
+    def client_message_in(self, language: Language) -> str:
+        """The chat user's text in the question's language (English where no translation exists)."""
+        # A text set on this error alone (e.g. the tools' outage) is not what the class's translation says.
+        own = "public" not in vars(self) or "public_tr" in vars(self)
+        return self.public_tr if language == "tr" and own and self.public_tr and self.public else self.client_message
 
     def body(self) -> dict[str, object]:
         """The OpenAI error shape: all four keys present, param/code nullable."""
@@ -107,15 +134,17 @@ class DependencyDown(AgentError):
     status = 503
     type = "service_unavailable"
     code = "dependency_unavailable"
+    # What to do, for the analyst; the operator's part (agent logs, /readyz) is in the logged `message`.
     public = (
-        "The model service is unavailable right now. Try again in a minute; if it keeps happening, "
-        "tell the operator (details in the agent logs and /readyz)."
+        "The model service is unavailable right now. Try again in a minute; if it keeps happening, tell the operator."
     )
+    public_tr = "Model hizmetine şu an ulaşılamıyor. Bir dakika sonra yeniden deneyin; sürerse operatöre haber verin."
 
 
 class QueueTimeout(DependencyDown):
     code = "queue_timeout"
     public = "The GPU is busy: your question waited too long for its turn. Try again in a minute."
+    public_tr = "GPU meşgul: sorunuz sırasını çok uzun bekledi. Bir dakika sonra yeniden deneyin."
 
 
 class UpstreamTimeout(AgentError):
@@ -123,10 +152,12 @@ class UpstreamTimeout(AgentError):
     type = "timeout_error"
     code = "timeout"
     public = "The model took too long to answer. Try again, or ask a shorter question."
+    public_tr = "Model yanıt vermekte çok gecikti. Yeniden deneyin ya da daha kısa bir soru sorun."
 
 
 class UpstreamError(AgentError):
     status = 502
     type = "api_error"
     code = "upstream_error"
-    public = "The model failed while answering. Try again; if it keeps happening, tell the operator (agent logs)."
+    public = "The model failed while answering. Try again; if it keeps happening, tell the operator."
+    public_tr = "Model yanıtlarken bir hata oluştu. Yeniden deneyin; sürerse operatöre haber verin."

@@ -152,7 +152,10 @@ class ToolBox:
         down = DependencyDown(detail, code="mcp_unavailable")
         down.public = (
             "The company's tools are unavailable right now. Try again in a minute; "
-            "if it keeps happening, tell the operator (details in /readyz)."
+            "if it keeps happening, tell the operator."
+        )
+        down.public_tr = (
+            "Şirketin araçlarına şu an ulaşılamıyor. Bir dakika sonra yeniden deneyin; sürerse operatöre haber verin."
         )
         return down
 

@@ -78,3 +78,19 @@ async def test_ollama_stream_error_is_readable_content_then_an_error_line() -> N
     assert lines[-1] == {"error": DependencyDown.public}
     assert lines[-2]["done"] is False and lines[-2]["message"]["content"] == f"\n\n⚠️ {DependencyDown.public}"
     assert "ollama:11434" not in json.dumps(lines)
+
+
+async def test_ollama_stream_error_is_in_the_questions_language_without_operator_advice() -> None:
+    lines = [json.loads(line) async for line in OllamaRenderer("m", "tr").stream(events(fail=True))]
+    assert lines[-1] == {"error": DependencyDown.public_tr}
+    assert lines[-2]["message"]["content"] == f"\n\n⚠️ {DependencyDown.public_tr}"
+    assert "ulaşılamıyor" in lines[-1]["error"]
+    for text in (DependencyDown.public, DependencyDown.public_tr):  # the operator's advice stays in the logs
+        assert text and "/readyz" not in text and "logs" not in text
+
+
+async def test_ollama_failure_before_the_first_token_reads_as_one_mid_answer() -> None:
+    """The same failure text and lines with nothing streamed yet (the chat screen's route) as after words."""
+    mid = [json.loads(line) async for line in OllamaRenderer("m", "tr").stream(events(fail=True))]
+    before = [json.loads(line) for line in OllamaRenderer("m", "tr").failed(DependencyDown("Ollama is down"))]
+    assert before[-1] == mid[-1] and before[0]["message"]["content"] == mid[-2]["message"]["content"].lstrip()

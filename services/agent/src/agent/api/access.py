@@ -141,6 +141,15 @@ def caller(request: Request) -> Caller:
     return Caller(identity.user, identity.role, policy.checker(identity.role), share)
 
 
+def question_of(data: dict[str, Any]) -> str:
+    """The last user message's text of a request body (for the language of the chat user's error text)."""
+    messages = data.get("messages")
+    messages = messages if isinstance(messages, list) else []
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    content = users[-1].get("content") if users else ""
+    return content if isinstance(content, str) else ""
+
+
 def _question(conversation: list[Message]) -> str:
     users = [m for m in conversation if m.get("role") == "user"]
     content = users[-1].get("content") if users else ""

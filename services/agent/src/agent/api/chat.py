@@ -15,7 +15,7 @@ from agent.api.deps import LoopDep, SettingsDep, TasksDep
 from agent.api.render_ollama import OllamaRenderer
 from agent.api.render_openai import OpenAIRenderer
 from agent.api.schema import ChatCompletionRequest, OllamaChatRequest, body_of
-from agent.errors import BadRequest
+from agent.errors import AgentError, BadRequest, guess_language
 from agent.loop.engine import ToolLoop
 from agent.loop.events import LoopEvent
 from agent.loop.messages import normalize
@@ -43,10 +43,16 @@ async def ollama_chat(request: Request, settings: SettingsDep, loop: LoopDep, ta
     data = await read_json(request, settings.max_body_bytes)
     stream = flag(data, "stream", True)
     model, events = start_loop(request, data, settings, loop, tasks)
-    renderer = OllamaRenderer(model)
+    renderer = OllamaRenderer(model, guess_language(access.question_of(data)))
     if not stream:
         return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
-    first = await _until_disconnect(request, _first(events))  # a client gone before its first token stops it
+    try:
+        first = await _until_disconnect(request, _first(events))  # a client gone before its first token stops it
+    except AgentError as exc:
+        if request.state.identity.method != "frontend":
+            raise  # other clients get the HTTP status and error body of docs/api.md
+        # A chat screen shows the failure where the answer goes, as it does a failure mid-answer.
+        return StreamingResponse(iter(renderer.failed(exc)), media_type="application/x-ndjson")
     return StreamingResponse(renderer.stream(first), media_type="application/x-ndjson")
 
 

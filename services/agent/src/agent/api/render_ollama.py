@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.api.render_openai import collect, trace_field
-from agent.errors import AgentError
+from agent.errors import AgentError, Language
 from agent.loop.events import FinalEvent, LoopEvent, TextEvent, ThinkingEvent
 
 
@@ -18,8 +18,9 @@ def _now() -> str:
 
 
 class OllamaRenderer:
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, language: Language = "en") -> None:
         self.model = model
+        self.language = language  # of the question: the chat user's error text is written in it
         self.started = time.monotonic()
 
     def _done(self, final: FinalEvent, content: str, thinking: str) -> dict[str, Any]:
@@ -55,8 +56,16 @@ class OllamaRenderer:
                 elif isinstance(event, FinalEvent):
                     yield self._line(self._done(event, "", ""))
         except AgentError as exc:
-            # Open WebUI ignores an `error` line and would show a cut-off answer as complete: the error text
-            # goes out as a last content chunk first, then the error line for clients that read it.
-            note = {"role": "assistant", "content": f"\n\n⚠️ {exc.client_message}"}
-            yield self._line({"model": self.model, "created_at": _now(), "message": note, "done": False})
-            yield self._line({"error": exc.client_message})
+            for line in self.failed(exc, "\n\n"):
+                yield line
+
+    def failed(self, exc: AgentError, lead: str = "") -> list[str]:
+        """A failure as the chat shows it: Open WebUI ignores an `error` line and would show a cut-off answer as
+        complete, so the error text goes out as a last content chunk first, then the error line for clients
+        that read it. `lead` separates it from words already sent."""
+        text = exc.client_message_in(self.language)
+        note = {"role": "assistant", "content": f"{lead}⚠️ {text}"}
+        return [
+            self._line({"model": self.model, "created_at": _now(), "message": note, "done": False}),
+            self._line({"error": text}),
+        ]

@@ -50,9 +50,7 @@ def _error_for(status: int, text: str, request: RoundRequest, url: str) -> Agent
             f"To fix: {pull_hint(request.model)}.",
             param="model",
         )
-        missing.public = (
-            f"The model '{request.model}' is not installed on the server yet; the operator sees the fix in /readyz."
-        )
+        missing.public = f"The model '{request.model}' is not installed on the server yet; tell the operator."
         return missing
     if status == 400:
         return BadRequest(f"Ollama refused the request: {message}")

@@ -21,6 +21,7 @@ def error_entry(exc: AgentError) -> dict[str, Any]:
         "error": type(exc).__name__,
         "message": exc.message,
         "public": exc.public,
+        "public_tr": exc.public_tr,
         "param": exc.param,
         "code": exc.code,
         "retry_after": exc.retry_after,
@@ -38,4 +39,5 @@ def error_from(data: dict[str, Any]) -> AgentError:
     )
     if data.get("public"):
         error.public = str(data["public"])
+        error.public_tr = str(data["public_tr"]) if data.get("public_tr") else None
     return error
