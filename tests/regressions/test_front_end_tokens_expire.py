@@ -36,5 +36,5 @@ async def test_a_token_issued_long_ago_is_refused_even_if_not_expired(tmp: Path)
 
 async def test_a_token_as_open_webui_mints_it_still_works_up_to_its_lifetime(tmp: Path) -> None:
     assert (await chat(tmp, {HEADER: token()}))[0] == 200
-    issued = int(time.time()) - 290  # near the end of its 300 s, within them
+    issued = int(time.time()) - 200  # late in its 300 s, with room for a slow machine before it expires
     assert (await chat(tmp, {HEADER: token(iat=issued, exp=issued + 300)}))[0] == 200
