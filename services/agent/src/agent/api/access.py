@@ -20,7 +20,7 @@ from fastapi import Depends, FastAPI, Request
 from agent import metrics
 from agent.api.admission import check_body_type, check_origin, parse_origins
 from agent.api.trail import Trail, capped
-from agent.backends.base import Message, ran_by
+from agent.backends.base import Message, last_user_text, ran_by
 from agent.errors import AgentError, Unauthorized
 from agent.loop.events import Caller, LoopEvent
 from agent.loop.tasks import ClientTask
@@ -141,21 +141,6 @@ def caller(request: Request) -> Caller:
     return Caller(identity.user, identity.role, policy.checker(identity.role), share)
 
 
-def question_of(data: dict[str, Any]) -> str:
-    """The last user message's text of a request body (for the language of the chat user's error text)."""
-    messages = data.get("messages")
-    messages = messages if isinstance(messages, list) else []
-    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-    content = users[-1].get("content") if users else ""
-    return content if isinstance(content, str) else ""
-
-
-def _question(conversation: list[Message]) -> str:
-    users = [m for m in conversation if m.get("role") == "user"]
-    content = users[-1].get("content") if users else ""
-    return content if isinstance(content, str) else ""
-
-
 def _base_record(request: Request, status: int, error: str | None) -> dict[str, Any]:
     identity: Identity | None = getattr(request.state, "identity", None)
     started = getattr(request.state, "started", time.monotonic())
@@ -251,7 +236,7 @@ def _content(
         "tools_offered": trail.offered,
         "workers": trail.workers,
     }
-    question = _question(conversation)
+    question = last_user_text(conversation)
     digest = hashlib.sha256(question.encode()).hexdigest()
     if task is not None:
         return base | {"kind": "client_task", "task": task.kind, "question": None, "question_sha256": digest}

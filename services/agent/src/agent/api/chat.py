@@ -15,6 +15,7 @@ from agent.api.deps import LoopDep, SettingsDep, TasksDep
 from agent.api.render_ollama import OllamaRenderer
 from agent.api.render_openai import OpenAIRenderer
 from agent.api.schema import ChatCompletionRequest, OllamaChatRequest, body_of
+from agent.backends.base import last_user_text
 from agent.errors import AgentError, BadRequest, guess_language
 from agent.loop.engine import ToolLoop
 from agent.loop.events import LoopEvent
@@ -43,7 +44,7 @@ async def ollama_chat(request: Request, settings: SettingsDep, loop: LoopDep, ta
     data = await read_json(request, settings.max_body_bytes)
     stream = flag(data, "stream", True)
     model, events = start_loop(request, data, settings, loop, tasks)
-    renderer = OllamaRenderer(model, guess_language(access.question_of(data)))
+    renderer = OllamaRenderer(model, guess_language(last_user_text(data.get("messages"))))
     if not stream:
         return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
     try:

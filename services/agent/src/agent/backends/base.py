@@ -14,6 +14,17 @@ from typing import Any, Literal, Protocol
 
 Message = dict[str, Any]  # Ollama's message shape: role, content, thinking?, tool_calls?, tool_name?
 
+
+def last_user_text(messages: object) -> str:
+    """The last user message's text ("" when there is none, or it is not text): the question being asked. Takes a
+    request body's `messages` as sent too (anything that is not a list of objects reads as no question)."""
+    if not isinstance(messages, list):
+        return ""
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    content = users[-1].get("content") if users else ""
+    return content if isinstance(content, str) else ""
+
+
 # The workers that ran this request's rounds, as each reported itself when it took the round (agent.queue.client
 # notes them, the audit record names them). A list set once per request: tasks started under it share it.
 ran_by: ContextVar[list[str] | None] = ContextVar("ran_by", default=None)

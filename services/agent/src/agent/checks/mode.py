@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
 from agent import metrics
-from agent.backends.base import Message
+from agent.backends.base import Message, last_user_text
 from agent.checks.grounding import Grounding, check
 
 Mode = Literal["record", "warn", "withhold"]
@@ -44,8 +44,13 @@ def context_texts(conversation: Sequence[Message]) -> list[str]:
     return [str(m.get("content") or "") for m in conversation if m.get("role") in ("user", "assistant", "tool")]
 
 
-def _question(conversation: Sequence[Message]) -> str:
-    return next((str(m.get("content") or "") for m in reversed(conversation) if m.get("role") == "user"), "")
+def _work(
+    answer: str, tool_results: Sequence[tuple[str, str]], conversation: Sequence[Message], tools_called: bool
+) -> tuple[str, Callable[[], Grounding]]:
+    """The question asked, and the check of the answer against the tools and the conversation, ready to run."""
+    question = last_user_text(list(conversation))
+    context = context_texts(conversation)
+    return question, partial(check, answer, tool_results, context, tools_called=tools_called, question=question)
 
 
 def judge(
@@ -57,9 +62,8 @@ def judge(
     tools_called: bool,
 ) -> Outcome:
     """The check on the calling thread (tests, tools); the API's loop uses `judge_aside`."""
-    question = _question(conversation)
-    verdict = check(answer, tool_results, context_texts(conversation), tools_called=tools_called, question=question)
-    return decide(mode, verdict, tool_results, question)
+    question, work = _work(answer, tool_results, conversation, tools_called)
+    return decide(mode, work(), tool_results, question)
 
 
 async def judge_aside(
@@ -75,13 +79,9 @@ async def judge_aside(
     """The check on `checks` (one thread), never on the event loop: a long, figure-filled history costs the API's
     other requests nothing. Past `budget` seconds (waiting included) the verdict is `skipped` and the answer goes
     out as it is; a check not yet started is dropped, one under way finishes aside and is discarded."""
-    question = _question(conversation)
-    work = partial(
-        check, answer, tool_results, context_texts(conversation), tools_called=tools_called, question=question
-    )
-    future = asyncio.get_running_loop().run_in_executor(checks, work)
+    question, work = _work(answer, tool_results, conversation, tools_called)
     try:
-        verdict = await asyncio.wait_for(future, budget)
+        verdict = await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(checks, work), budget)
     except TimeoutError:
         verdict = Grounding([], [], tools_called, skipped=True)
     return decide(mode, verdict, tool_results, question)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from agent.backends.base import Message
+from agent.backends.base import Message, last_user_text
 from agent.toolspec import ToolSpec
 from agent_contract.fingerprint import tool_fingerprints
 
@@ -146,12 +146,6 @@ class LexicalIndex:
         return out
 
 
-def question_of(conversation: list[Message]) -> str:
-    """The last user message: what the ranking reads."""
-    users = [m.get("content") for m in conversation if m.get("role") == "user"]
-    return users[-1] if users and isinstance(users[-1], str) else ""
-
-
 def called_earlier(conversation: list[Message]) -> set[str]:
     """Tool names the conversation already called (assistant tool calls and tool results)."""
     names = {str(m["tool_name"]) for m in conversation if m.get("role") == "tool" and m.get("tool_name")}
@@ -194,7 +188,7 @@ class Retriever:
         if self.mode == "off" or len(allowed) <= self.top_k:
             offered = [Offered(n, "all") for n in allowed]
             return Selection(self.mode, self.top_k, len(allowed), offered, (time.perf_counter() - started) * 1000)
-        question = question_of(conversation)
+        question = last_user_text(conversation)  # what the ranking reads
         kept: dict[str, Why] = {n: "named" for n in sorted(named_in(question, allowed))}
         kept |= {n: "called earlier" for n in sorted(called_earlier(conversation)) if n in allowed and n not in kept}
         scores = self.ranker(tools).scores(question, allowed)
