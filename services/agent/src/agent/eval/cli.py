@@ -19,10 +19,9 @@ from agent.eval import decisions
 from agent.eval.compare import compare
 from agent.eval.errors import AllRequestsFailed, EvalError
 from agent.eval.patience import DEFAULT_MAX_WAIT, WaitBudget
-from agent.eval.provenance import what_answered
 from agent.eval.questions import QuestionSet, load_questions
 from agent.eval.records import Record, Run, load_run
-from agent.eval.report import render_comparison, render_run, render_summary
+from agent.eval.report import render_comparison, render_run, render_summary, what_answered
 from agent.eval.runner import AgentClient, resolve_models, run_model
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
