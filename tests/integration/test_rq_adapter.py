@@ -78,7 +78,7 @@ async def test_push_saves_the_job_rq_itself_would_save(conn: Redis, aconn: aiore
     call = zlib.decompress(ours.pop(b"data"))
     assert call == zlib.decompress(rqs.pop(b"data"))  # RQ's JSON text, byte for byte
     meta = json.loads(ours.pop(b"meta"))  # RQ's own field, holding agent-api's signature of the call
-    assert round_keys.verifier(max_age=1e12).refusal("ours", call, {}, meta) is None
+    assert round_keys.verifier(max_age=1e12).refusal("ours", call, json.loads(call), {}, meta) is None
     assert {k: v for k, v in ours.items() if k not in TIMESTAMPS} == {
         k: v for k, v in rqs.items() if k not in TIMESTAMPS
     }

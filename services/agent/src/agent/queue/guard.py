@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,13 +67,15 @@ class RoundVerifier:
         self._key = Ed25519PublicKey.from_public_bytes(_key_bytes(public_key, "ROUND_VERIFY_KEY"))
         self.max_age = max_age
 
-    def refusal(self, job_id: str, data: bytes, fields: dict[str, Any], meta: dict[str, Any]) -> str | None:
+    def refusal(
+        self, job_id: str, data: bytes, call: Sequence[Any], fields: dict[str, Any], meta: dict[str, Any]
+    ) -> str | None:
         """Why this job must not run (None: it is one of agent-api's rounds). `data` is the job's serialized call
-        (RQ's `job.data`, decompressed), `fields` what RQ restored beside it."""
-        try:
-            func, instance, args, kwargs = json.loads(data)
-        except (ValueError, TypeError):
+        (RQ's `job.data`, decompressed) and `call` what it reads as: (function name, instance, args, kwargs), as
+        RQ's JSON serializer gives them without importing anything; `fields` is what RQ restored beside it."""
+        if len(call) != 4:
             return "malformed call"
+        func, instance, args, kwargs = call
         if func != JOB_FUNCTION or instance is not None or kwargs:
             return f"names {func!r}, not the round function"
         extras = [name for name, value in fields.items() if value]
@@ -86,7 +88,7 @@ class RoundVerifier:
             self._key.verify(base64.b64decode(signature, validate=True), _message(job_id, data))
         except (InvalidSignature, binascii.Error, ValueError):
             return "signature does not verify"
-        if not (isinstance(args, list) and len(args) == 3 and isinstance(args[0], dict) and args[2] == job_id):
+        if not (isinstance(args, list | tuple) and len(args) == 3 and isinstance(args[0], dict) and args[2] == job_id):
             return "arguments are not a round's"
         if not isinstance(args[1], int | float) or time.time() - args[1] > self.max_age:
             return "older than a round may wait (a replay?)"

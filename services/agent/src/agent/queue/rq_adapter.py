@@ -63,8 +63,9 @@ class RoundWorker(SimpleWorker):
             "dependencies": job._dependency_ids,
             "retries": job.retries_left or job.repeats_left,
         }
-        try:
-            reason = self.verifier.refusal(job.id, job.data, fields, job.meta)
+        try:  # RQ's JSON serializer reads the call without importing anything; the function is imported only later
+            call = (job.func_name, job.instance, job.args, job.kwargs)
+            reason = self.verifier.refusal(job.id, job.data, call, fields, job.meta)
         except Exception as exc:  # RQ's lazy `data` of a hash someone else wrote: any failure is a refusal
             reason = f"malformed call: {type(exc).__name__}"
         if reason is not None:
