@@ -8,15 +8,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
+from tests.unit.agent.security import test_signed as fixture_module
+from tests.unit.agent.security.test_signed import HEADER, chat, token
 
-from tests.unit.agent.security.test_signed import HEADER, POLICY, chat, token
-
-
-@pytest.fixture
-def tmp(tmp_path: Path) -> Path:
-    (tmp_path / "policy.yaml").write_text(POLICY)
-    return tmp_path
+tmp = fixture_module.tmp  # a folder with the policy those tests use
 
 
 async def test_a_token_that_never_expires_is_refused(tmp: Path) -> None:

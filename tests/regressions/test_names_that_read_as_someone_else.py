@@ -12,7 +12,8 @@ import pytest
 from agent.security.auth import add_key
 from agent.security.names import RefusedName, checked
 from agent_contract.policy import PolicyError, parse_policy
-from tests.regressions.test_look_alike_identities import JWT, POLICY, SECRET, audited_refusal, token
+from tests.regressions import test_look_alike_identities as fixture_module
+from tests.regressions.test_look_alike_identities import JWT, SECRET, audited_refusal, token
 from tests.unit.agent.security.test_auth import ASK, api, bearer, settings_for
 
 READ_AS_BOSS = {
@@ -28,10 +29,7 @@ READ_AS_BOSS = {
 }
 
 
-@pytest.fixture
-def tmp(tmp_path: Path) -> Path:
-    (tmp_path / "policy.yaml").write_text(POLICY)
-    return tmp_path
+tmp = fixture_module.tmp  # a folder with the policy those tests use
 
 
 @pytest.mark.parametrize("name", READ_AS_BOSS.values(), ids=READ_AS_BOSS.keys())

@@ -9,14 +9,11 @@ from pathlib import Path
 import pytest
 
 from agent.security.auth import add_key
-from tests.regressions.test_look_alike_identities import JWT, POLICY, SECRET, token
+from tests.regressions import test_look_alike_identities as fixture_module
+from tests.regressions.test_look_alike_identities import JWT, SECRET, token
 from tests.unit.agent.security.test_auth import ASK, api, bearer, settings_for
 
-
-@pytest.fixture
-def tmp(tmp_path: Path) -> Path:
-    (tmp_path / "policy.yaml").write_text(POLICY)
-    return tmp_path
+tmp = fixture_module.tmp  # a folder with the policy those tests use
 
 
 @pytest.mark.parametrize(
