@@ -9,22 +9,31 @@ interleaved: `warm` (a conversation under way: the two newest messages are new t
 sent with the previous request), `cold` (every message new: a first request bringing a long history) and
 `eager`, the check before issue 29 (tests/support/grounding_eager.py), which scanned every message every time.
 Target (issue 29): warm 200 / warm 1 <= 1.5.
+
+Last, the worst case (issue 36): a 199-message, ~880 KB history of distinct amounts and an answer of amounts no
+tool gave (tests/support/figure_history.py). Printed: the check's CPU time, and the event loop's longest stall
+while the check runs on the loop (as before issue 36) and aside on its thread with the shipped budget
+(ANSWER_CHECK_BUDGET_SECONDS), as the ratio of the two: what every other request waits meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
 import statistics
 import sys
 import time
+from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agent.checks import mode
 from agent.checks.grounding import check
+from agent.settings import Settings
 from tests.bench.stats import summary_ms
-from tests.support import grounding_eager
+from tests.support import figure_history, grounding_eager
 
 
 def tool_results() -> list[tuple[str, str]]:
@@ -117,5 +126,55 @@ def main() -> None:
         print(f"    p99 warm 200 msgs: {summary_ms(times['warm', 200])}")
 
 
+async def longest_stall(checking: Awaitable[Any]) -> float:
+    """The longest gap between two 5 ms ticks of the event loop while `checking` runs on it."""
+    gaps: list[float] = []
+    done = False
+
+    async def tick() -> None:
+        last = time.perf_counter()
+        while not done:
+            await asyncio.sleep(0.005)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0.02)
+    await checking
+    done = True
+    await ticker
+    return max(gaps)
+
+
+def worst_case() -> None:
+    conversation, answer = figure_history.history(), figure_history.invented_answer()
+    chars = sum(len(m["content"]) for m in conversation)
+    started = time.process_time()
+    verdict = mode.judge("warn", answer, [], conversation, tools_called=False).verdict
+    cpu = time.process_time() - started
+    budget = Settings.model_fields["answer_check_budget_seconds"].default
+
+    first, second = figure_history.history(seed=1), figure_history.history(seed=2)  # new texts: the full cost
+
+    async def on_loop() -> None:  # as the tool loop ran it before issue 36
+        mode.judge("warn", answer, [], first, tools_called=False)
+
+    checks = ThreadPoolExecutor(max_workers=1)  # as the tool loop's; a check past its budget finishes aside
+
+    async def aside() -> None:
+        await mode.judge_aside(checks, budget, "warn", answer, [], second, tools_called=False)
+
+    inline, off = asyncio.run(longest_stall(on_loop())), asyncio.run(longest_stall(aside()))
+    checks.shutdown(wait=True)
+    print(f"  worst case: {len(conversation)} messages, {chars / 1000:.0f} KB of amounts, an invented answer")
+    print(f"    check CPU {cpu * 1000:.0f} ms ({verdict.status}); budget {budget} s")
+    print(
+        f"    event loop's longest stall: on the loop {inline * 1000:.0f} ms, aside {off * 1000:.0f} ms"
+        f"   ({inline / off:.0f}x less)"
+    )
+
+
 if __name__ == "__main__":
     main()
+    worst_case()

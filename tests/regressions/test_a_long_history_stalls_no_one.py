@@ -5,33 +5,17 @@ included, waited 958-1060 ms. The check now runs on its own thread with a budget
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 
 import httpx
 
 from tests.integration.conftest import AgentApi, FakeOllama
-
-
-def figures(seed: int, chars: int) -> str:
-    """`chars` of distinct amounts, as a statement or an earlier answer would list them (seeded: the same each run)."""
-    rng, parts, size = random.Random(seed), [], 0
-    while size < chars:
-        part = f"account {seed}-{size} holds {rng.randint(1, 10**7):,}.{rng.randint(0, 99):02d} USD; "
-        parts.append(part)
-        size += len(part)
-    return "".join(parts)
-
-
-def history() -> list[dict[str, str]]:
-    """199 messages, ~880 KB of figures: within MAX_BODY_BYTES (1 MB) and MAX_MESSAGES (200)."""
-    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": figures(i, 4_400)} for i in range(198)]
-    return [*messages, {"role": "user", "content": "how many dollars were deposited today?"}]
+from tests.support.figure_history import history, invented_answer
 
 
 def test_healthz_stays_fast_while_a_figure_filled_history_is_checked(agent_api: AgentApi, ollama: FakeOllama) -> None:
-    answer = "Deposits today: " + figures(999, 400)  # ~20 amounts, none from a tool: every one is sought in the history
+    answer = invented_answer()
     ollama.script(default={"content": answer})
     body = {"model": "qwen3:4b", "messages": history(), "stream": False}
     assert 850_000 < len(httpx.Request("POST", "http://x", json=body).content) < 1_000_000
