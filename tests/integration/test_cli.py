@@ -92,6 +92,12 @@ WRONG_INVOCATIONS: list[tuple[str, list[str], dict[str, str], tuple[str, ...]]] 
         {"REDIS_URL": "redis://127.0.0.1:1/0", "REDIS_PASSWORD_FILE": "/nonexistent/redis-password"},
         ("REDIS_PASSWORD_FILE /nonexistent/redis-password cannot be read",),
     ),
+    (
+        "agent-worker: no round verify key",
+        ["agent-worker"],
+        {"ROUND_VERIFY_KEY": "", "REDIS_URL": "redis://127.0.0.1:1/0"},
+        ("ROUND_VERIFY_KEY_FILE (or ROUND_VERIFY_KEY) is unset",),
+    ),
     ("agent-admin: no area", ["agent-admin"], {}, ("required",)),
     ("agent-admin: role missing", ["agent-admin", "keys", "add", "bob"], {}, ("--role",)),
     ("agent-admin: unknown role", ["agent-admin", "keys", "add", "bob", "--role", "root"], {}, ("not in the policy",)),
@@ -109,6 +115,25 @@ WRONG_INVOCATIONS: list[tuple[str, list[str], dict[str, str], tuple[str, ...]]] 
     ("mcp-server: no token", ["mcp-server"], {"MCP_TOKEN": "", "MCP_ALLOW_NO_TOKEN": "false"}, ("MCP_TOKEN",)),
     ("local-agent: unknown flag", ["local-agent", "--gpu"], {}, ("unrecognized arguments",)),
 ]
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        ("", "ROUND_SIGNING_KEY_FILE (or ROUND_SIGNING_KEY) is unset"),
+        ("not-base64!", "ROUND_SIGNING_KEY is not base64"),
+    ],
+    ids=["no round key", "a round key that is not one"],
+)
+def test_agent_api_in_queue_mode_refuses_to_start_without_a_usable_round_key(
+    key: str, says: str, tmp_path: Path
+) -> None:
+    """Queue mode signs every round: no key is a start-up error naming it (its config_refused log line, then the
+    command's one line), never a 500 on the first chat."""
+    env = {"MODEL_BACKEND": "queue", "ROUND_SIGNING_KEY": key, "AGENT_PORT": "0", "MCP_TOKEN": "x"}
+    done = run(["agent-api"], tmp_path, env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr + done.stdout, done
+    assert done.stderr.strip().splitlines()[-1].startswith(f"agent-api: {says}"), done
 
 
 @pytest.mark.parametrize(("case", "cmd", "env", "expected"), WRONG_INVOCATIONS, ids=[c[0] for c in WRONG_INVOCATIONS])
