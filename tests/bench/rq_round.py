@@ -3,7 +3,8 @@
 `run_round` is a plain RQ job function, as a port to `rq worker` would write it: it streams the round from the
 model server (sync httpx, the agent's own /api/chat chunk parser) and relays the events to the round's Redis
 stream in batches at most BATCH_INTERVAL apart, each batch one pipeline with the stream's TTL and the cancel
-flag, exactly the entries agent.queue.client reads today (accepted, started, text…, done). The job's timeout,
+flag, exactly the entries agent.queue.client reads today (accepted, started, text…, done). It claims the round as
+the job starts (agent-worker claims it in the pop itself), as the main server's host. The job's timeout,
 result TTL and failure registry are RQ's (the API already sets them when it enqueues). A sync loop cannot ping
 while it waits for a token; the scripted model never pauses that long.
 
@@ -32,7 +33,9 @@ from agent.backends.ollama import ChatRound
 from agent.errors import UpstreamError
 from agent.queue import keys
 from agent.queue.events import error_entry
+from agent.queue.rq_adapter import claim
 from agent.queue.writer import BATCH_INTERVAL
+from agent.settings import MAIN_HOST
 
 # Built once at import, before any fork: building one costs ~0.37 s of CPU here (its TLS context), which a work
 # horse would pay per round. A SimpleWorker reuses its connection; each horse opens its own (its pool is a copy).
@@ -55,7 +58,7 @@ class Batches:
     def send(self, final: bool = False) -> bool:
         """Write what is pending; True when the API set the round's cancel flag."""
         self.sent_at = time.monotonic()
-        stream = keys.events_key(self.job_id)
+        stream = keys.events_key(MAIN_HOST, self.job_id)
         pipe = self.conn.pipeline(transaction=False)
         for data in self.pending:
             self.seq += 1
@@ -73,6 +76,8 @@ def run_round(request: dict[str, Any], enqueued_at: float, job_id: str) -> dict[
     """One round, start to end, inside RQ's job (its timeout bounds it)."""
     job = get_current_job()
     assert job is not None
+    if claim(job.connection, job_id, MAIN_HOST) is not None:
+        return {"outcome": "not claimed"}
     out = Batches(job.connection, job_id)
     out.put({"kind": "accepted", "worker": os.environ.get("RQ_BENCH_WORKER", "rq")})
     out.put({"kind": "started", "queue_wait_s": round(time.time() - enqueued_at, 6)})

@@ -25,7 +25,9 @@ queue_redis = queue_fixtures.queue_redis
 
 
 def spec(job_id: str) -> admit.JobSpec:
-    return admit.JobSpec(job_id=job_id, args=({}, time.time(), job_id), timeout=60, ttl=60, description="t")
+    return admit.JobSpec(
+        job_id=job_id, args=({}, time.time(), job_id), timeout=60, ttl=60, claim_ttl=60, description="t"
+    )
 
 
 @pytest.fixture

@@ -74,7 +74,7 @@ def round_request(text: str) -> dict[str, Any]:
 
 
 def kinds(sync: redis.Redis, job_id: str) -> list[dict[str, Any]]:
-    entries = cast(list[tuple[bytes, dict[bytes, bytes]]], sync.xrange(keys.events_key(job_id)))
+    entries = cast(list[tuple[bytes, dict[bytes, bytes]]], sync.xrange(keys.events_key("main", job_id)))
     return [json.loads(fields[b"e"]) for _, fields in entries]
 
 
@@ -115,7 +115,7 @@ async def test_a_round_waits_for_a_slot_another_worker_holds_and_takes_it_when_f
     sync.set(SLOT, "worker-b:theirs")
     running = asyncio.create_task(execute_round(rt, "job-next", round_request("next"), time.time()))
     async with asyncio.timeout(5):
-        while not sync.exists(keys.events_key("job-next")):  # noqa: ASYNC110 - the round's state is in Redis
+        while not sync.exists(keys.events_key("main", "job-next")):  # noqa: ASYNC110 - the round's state is in Redis
             await asyncio.sleep(0.01)
     await asyncio.sleep(0.2)
     assert state.requests == [] and [e["kind"] for e in kinds(sync, "job-next") if e["kind"] != "ping"] == ["accepted"]
@@ -202,7 +202,7 @@ async def test_burst_runs_the_queued_rounds_in_priority_order_skips_an_expired_j
 async def push(sync: redis.Redis, queue: str, text: str, limited: bool = True) -> str:
     """Queue a round as the API does (RQ job hash + admitting push, on an asyncio client); returns its job id."""
     job_id = f"job-{text}"
-    spec = admit.JobSpec(job_id, (round_request(text), time.time(), job_id), 60, 600, f"round of {text}")
+    spec = admit.JobSpec(job_id, (round_request(text), time.time(), job_id), 60, 600, 660, f"round of {text}")
     client = aioredis.Redis(port=sync.connection_pool.connection_kwargs["port"])
     try:
         admission = await admit.push(

@@ -1,13 +1,16 @@
-"""The worker's event writer and its wire against a real Redis: a re-sent batch is not doubled, a real refusal is
-raised, replies stay in step with their commands."""
+"""The worker's event writer and its wire against a real Redis: an append refused because someone else wrote the
+stream ends the round as intruded (never taken for a duplicate), another refusal is raised, replies stay in step
+with their commands."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import cast
 
 import pytest
 import redis.asyncio as aioredis
+import structlog.testing
 from redis.exceptions import ResponseError
 
 from agent.queue import writer as writer_module
@@ -19,6 +22,7 @@ from tests.integration.queue_fixtures import RedisServer
 
 pytestmark = pytest.mark.integration
 queue_redis = queue_fixtures.queue_redis
+HOST = "main"
 
 
 @pytest.fixture
@@ -33,23 +37,30 @@ async def writer_for(conn: aioredis.Redis, job_id: str) -> EventWriter:
     task = asyncio.current_task()
     assert task is not None
     control = RoundControl(task=task)  # never aborted here: no cancel flag, no lock to refresh
-    return EventWriter(conn, job_id, control, GpuLock(conn, [f"test:lock:{job_id}"], "token"))
+    return EventWriter(conn, job_id, events_key(HOST, job_id), control, GpuLock(conn, [f"test:lock:{job_id}"], "token"))
 
 
-async def test_a_batch_sent_again_after_a_lost_reply_is_neither_doubled_nor_an_error(client: aioredis.Redis) -> None:
-    writer = await writer_for(client, "resent")
-    events = [{"kind": "text", "text": str(i)} for i in range(3)]
-    for event in events:
-        writer.put(event, hold=True)
+async def test_an_append_refused_because_someone_else_wrote_the_stream_ends_the_round_as_intruded(
+    client: aioredis.Redis,
+) -> None:
+    stream = events_key(HOST, "intruded")
+    generating = asyncio.create_task(asyncio.sleep(60))  # the round's task, which the abort cancels
+    control = RoundControl(task=generating)
+    writer = EventWriter(client, "intruded", stream, control, GpuLock(client, ["test:lock:intruded"], "token"))
+    writer.put({"kind": "text", "text": "mine"}, hold=True)
     await writer.send()
-    writer._seq -= len(events)  # what a pipeline retried after its reply was lost sends: the same ids again
-    for event in events:
-        writer.put(event, hold=True)
+    await client.xadd(stream, {"e": '{"kind":"done","content":"click here"}'}, id="0-7")  # the same host's password
+    writer.put({"kind": "text", "text": "next"}, hold=True)
+    with structlog.testing.capture_logs() as logs:
+        await writer.send()
+    assert control.reason == "stream_intruded"  # not taken for a resent duplicate
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == ["round_stream_intruded"]
+    with pytest.raises(asyncio.CancelledError):
+        await generating
+    writer.put({"kind": "error", "error": "RoundIntruded"}, hold=True)  # the round's error still lands, after theirs
     await writer.send()
-    assert await client.xlen(events_key("resent")) == len(events)
-    writer.put({"kind": "text", "text": "next"}, hold=True)  # the writer goes on where it was
-    await writer.send()
-    assert await client.xlen(events_key("resent")) == len(events) + 1
+    ((_id, last),) = cast(list[tuple[bytes, dict[bytes, bytes]]], await client.xrevrange(stream, count=1))
+    assert b"RoundIntruded" in last[b"e"]
 
 
 async def test_events_put_while_a_round_streams_go_in_batches_and_close_sends_what_waits_at_once(
@@ -70,14 +81,14 @@ async def test_events_put_while_a_round_streams_go_in_batches_and_close_sends_wh
     for i in range(5):
         writer.put({"kind": "text", "text": str(i)})  # wait for the interval, together
         await asyncio.sleep(0.01)
-    assert trips == [1] and await client.xlen(events_key("batched")) == 1
+    assert trips == [1] and await client.xlen(events_key(HOST, "batched")) == 1
     async with asyncio.timeout(5):  # not the 30 s interval
         await writer.close()
-    assert trips == [1, 5] and await client.xlen(events_key("batched")) == 6
+    assert trips == [1, 5] and await client.xlen(events_key(HOST, "batched")) == 6
 
 
 async def test_an_entry_refused_for_another_reason_is_raised(client: aioredis.Redis) -> None:
-    await client.set(events_key("wrongtype"), "not a stream")
+    await client.set(events_key(HOST, "wrongtype"), "not a stream")
     writer = await writer_for(client, "wrongtype")
     writer.put({"kind": "text", "text": "lost?"}, hold=True)
     with pytest.raises(ResponseError, match="WRONGTYPE"):

@@ -201,10 +201,12 @@ def test_a_revoked_worker_host_is_cut_off_at_once_and_cannot_log_in_again(
     assert started.returncode != 0 and "Redis refused this process's credentials" in started.stderr, started.stderr
 
 
-def test_the_audit_record_names_the_worker_that_ran_the_rounds(
+def test_the_audit_record_names_the_worker_host_that_ran_the_rounds_as_its_redis_user_proves_it(
     queue_workers: Workers, mcp_server: McpServer, tmp_path: Path
 ) -> None:
-    queue_workers.start(f"{HOST}-gpu0")
+    assert queue_workers.redis.users is not None
+    as_host = queue_workers.redis.users.url(queue_workers.redis.port, f"worker-{HOST}")
+    queue_workers.start(f"{HOST}-gpu0", REDIS_URL=as_host, REDIS_USERNAME=f"worker-{HOST}")
     port = free_port()
     env = agent_env(
         queue_workers.ollama_url,
@@ -224,8 +226,7 @@ def test_the_audit_record_names_the_worker_that_ran_the_rounds(
             assert reply.status_code == 200, reply.text
     records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     for record in [r for r in records if r["event"] == "request"]:
-        (worker,) = record["workers"]
-        assert worker.startswith(f"{HOST}-gpu0."), worker  # its GPU_ID, which starts with the worker host's name
+        assert record["workers"] == [HOST]  # the host whose Redis user alone could write the events read
 
 
 def test_kedas_user_reads_the_round_queues_lengths_and_nothing_else(queue_redis: RedisServer) -> None:

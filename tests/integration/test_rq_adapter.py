@@ -29,7 +29,7 @@ TIMESTAMPS = {b"created_at", b"enqueued_at"}  # the fields two saves of the same
 
 def spec(job_id: str, args: tuple[Any, ...] | None = None) -> admit.JobSpec:
     args = args if args is not None else ({}, time.time(), job_id)
-    return admit.JobSpec(job_id=job_id, args=args, timeout=60, ttl=60, description="t")
+    return admit.JobSpec(job_id=job_id, args=args, timeout=60, ttl=60, claim_ttl=60, description="t")
 
 
 def long_request() -> RoundRequest:

@@ -5,7 +5,9 @@ Now a slot process runs only agent-api's signed rounds (agent.queue.guard): here
 writes, as an attacker would, whole RQ job hashes onto each of the three round queues of a real Redis with the
 shipped ACL: other functions, a callback, a dependency, a malformed payload and hash, and a forged round (the round
 function, a valid RQ hash, no agent-api signature, or one made for another job). Nothing runs, each refusal is
-logged at error level with its job id, and the same slot process then answers a real round."""
+logged at error level with its job id, and the same slot process then answers a real round. (A worker password may
+no longer push onto the queues at all, tests/regressions/test_one_host_answers_a_round.py: its jobs are put there by
+the harness, as if pushed some other way.)"""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any
 
 import pytest
 import redis
+from redis.exceptions import NoPermissionError
 from rq import Callback, Queue
 from rq.serializers import JSONSerializer
 
@@ -79,7 +82,12 @@ async def test_jobs_pushed_with_a_stolen_password_run_nothing_and_the_worker_kee
     for what, (job_id, fields) in hostile_jobs(marker, queue_workers.redis.client()).items():
         fields["origin"] = queue
         attacker.hset(keys.rq_job_key(job_id), items=[part for pair in fields.items() for part in pair])
-        attacker.rpush(keys.rq_queue_key(queue), job_id)
+        if user.startswith("worker-"):  # a worker password may pop the queues, no longer push onto them
+            with pytest.raises(NoPermissionError):
+                attacker.rpush(keys.rq_queue_key(queue), job_id)
+            queue_workers.redis.client().rpush(keys.rq_queue_key(queue), job_id)  # as if pushed some other way
+        else:
+            attacker.rpush(keys.rq_queue_key(queue), job_id)
         pushed.append((what, job_id))
 
     def refusals() -> list[dict[str, Any]]:

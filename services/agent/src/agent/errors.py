@@ -13,6 +13,7 @@ AgentError
 │   └── QueueTimeout      503  a round waited past the queue timeout
 ├── UpstreamTimeout       504  a round or the model took too long
 └── UpstreamError         502  Ollama answered with an error we cannot map
+    └── RoundIntruded     502  a round's answer came from more than one worker host: withheld
 """
 
 from __future__ import annotations
@@ -161,3 +162,12 @@ class UpstreamError(AgentError):
     code = "upstream_error"
     public = "The model failed while answering. Try again; if it keeps happening, tell the operator."
     public_tr = "Model yanıtlarken bir hata oluştu. Yeniden deneyin; sürerse operatöre haber verin."
+
+
+class RoundIntruded(UpstreamError):
+    """More than one worker host wrote a round (a stolen worker credential answering a round another host runs): the
+    round fails closed, its text is never shown, and the log and audit name every host involved."""
+
+    code = "round_intruded"
+    public = "The answer could not be verified and was withheld. Try again, and tell the operator."
+    public_tr = "Yanıt doğrulanamadığı için gösterilmedi. Yeniden deneyin ve operatöre haber verin."

@@ -9,6 +9,7 @@ from fnmatch import fnmatchcase
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
+from urllib.parse import unquote, urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -283,9 +284,10 @@ class Settings(BaseSettings):
 
     def worker_host(self) -> str:
         """The GPU host this worker runs on, as its Redis user names it (`worker-NAME` → NAME; else `main`): the
-        prefix of the keys only this host may write."""
-        user = self.redis_username or ""
-        return user.removeprefix("worker-") if user.startswith("worker-") else "main"
+        prefix of the keys only this host may write. The user in REDIS_URL wins over REDIS_USERNAME, as it does
+        when the worker logs in."""
+        user = unquote(urlsplit(self.redis_url).username or "") or self.redis_username or ""
+        return worker_host_of(user) or MAIN_HOST
 
     def model_endpoint(self) -> str:
         """The model server's base URL, written with or without the `/v1` every OpenAI client puts in its base URL:
@@ -326,6 +328,14 @@ def _names_model(entry: str, model: str) -> bool:
 
 
 # Settings renamed for being engine-neutral: old environment name → new one. The old name still works.
+MAIN_HOST = "main"  # the worker host of a worker logged in to Redis as anything but `worker-NAME`: the main server
+
+
+def worker_host_of(redis_user: str) -> str | None:
+    """The worker host a Redis user is (`worker-NAME` → NAME, as scripts/worker-host names them); None for any other."""
+    return redis_user.removeprefix("worker-") if redis_user.startswith("worker-") else None
+
+
 DEPRECATED_NAMES = {"OLLAMA_MODEL": "MODEL_NAME"}
 
 

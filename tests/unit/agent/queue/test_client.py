@@ -65,16 +65,12 @@ async def test_a_cancellation_the_redis_client_swallows_still_ends_the_follow(mo
     reading = asyncio.Event()
 
     class SwallowingReader:
+        host = None
+
         def __init__(self, *args: Any) -> None:
             pass
 
-        async def __aenter__(self) -> SwallowingReader:
-            return self
-
-        async def __aexit__(self, *exc: object) -> None:
-            return None
-
-        async def read(self, count: int, block_ms: int) -> list[tuple[str, str]]:
+        async def read(self, count: int, block_ms: int) -> list[dict[str, Any]]:
             if reading.is_set():  # only the first cancellation is lost; later reads behave
                 await asyncio.sleep(10)
             reading.set()
@@ -85,7 +81,7 @@ async def test_a_cancellation_the_redis_client_swallows_still_ends_the_follow(mo
     async def no_check(*args: Any) -> None:
         return None
 
-    monkeypatch.setattr(client, "StreamReader", SwallowingReader)
+    monkeypatch.setattr(client, "RoundReader", SwallowingReader)
     backend._check = no_check  # type: ignore[method-assign,assignment]
 
     async def first_event() -> RoundEvent:

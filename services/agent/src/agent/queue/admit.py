@@ -9,11 +9,12 @@ the enqueue of a 15 KB round from 1.1 ms to 0.4 ms (scripts/bench-queue prints i
 
 The script admits the round only while both user queues hold fewer than the limit (MAX_QUEUE_DEPTH; a client
 task round only while no user round waits; -1 for a retried round, admitted once already), and writes the hash
-only when it admits it: a refused round leaves nothing behind. An admitted task round joins the task rounds
-under way; an admitted user round sets their cancel flags to PREEMPT in the same step. Atomic, so API
-replicas racing at the limit cannot overshoot, and a task round cannot slip in between a user round's admission
-and its preemption. The cancel flags' names come from the task set's members, so they cannot be declared in
-KEYS: fine on one Redis server, not on a cluster.
+only when it admits it: a refused round leaves nothing behind. An admitted round's claim stream is opened in the
+same step (agent.queue.keys.claim_key: the worker host that pops the round claims it there). An admitted task
+round joins the task rounds under way; an admitted user round sets their cancel flags to PREEMPT in the same step.
+Atomic, so API replicas racing at the limit cannot overshoot, and a task round cannot slip in between a user
+round's admission and its preemption. The cancel flags' names come from the task set's members, so they cannot be
+declared in KEYS: fine on one Redis server, not on a cluster.
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ NO_LIMIT = -1
 _FIELDS = tuple(f.name for f in dataclasses.fields(RoundRequest))
 
 # KEYS: 1-2 the user queues, 3 this round's queue, 4 TASK_ROUNDS, 5 the job hash, 6 the task queue, 7 RQ's set of
-# queues, 8 the caller's fair-share set (job id → when its entry lapses, ms). ARGV: 1 job id, 2 limit, 3 at front
-# ('1'), 4 role, 5-6 the cancel flag's name around a job id, 7 PREEMPT, 8 CANCEL_TTL, 9 the job's TTL, 10 the
-# caller's limit (-1: none), 11 count the round in its share ('1'), 12 a share entry's lifetime (ms), 13... the
-# hash's fields and values.
+# queues, 8 the caller's fair-share set (job id → when its entry lapses, ms), 9 the round's claim stream. ARGV: 1 job
+# id, 2 limit, 3 at front ('1'), 4 role, 5-6 the cancel flag's name around a job id, 7 PREEMPT, 8 CANCEL_TTL, 9 the
+# job's TTL, 10 the caller's limit (-1: none), 11 count the round in its share ('1'), 12 a share entry's lifetime
+# (ms), 13 the claim's lifetime (s), 14... the hash's fields and values.
 # Reply: {admitted 0|1, the user queues' jobs (plus this one if admitted), task rounds preempted, the jobs of all
 # three queues once it is done, 1 if refused for the caller's share}.
 _ADMIT = """
@@ -60,8 +61,11 @@ if ARGV[11] == '1' then
   redis.call('zadd', KEYS[8], now + tonumber(ARGV[12]), ARGV[1])
   redis.call('pexpire', KEYS[8], ARGV[12])
 end
-redis.call('hset', KEYS[5], unpack(ARGV, 13))
+redis.call('hset', KEYS[5], unpack(ARGV, 14))
 redis.call('expire', KEYS[5], ARGV[9])
+redis.call('del', KEYS[9])
+redis.call('xadd', KEYS[9], '0-1', 'admitted', '1')
+redis.call('expire', KEYS[9], ARGV[13])
 redis.call('sadd', KEYS[7], KEYS[3])
 if ARGV[3] == '1' then redis.call('lpush', KEYS[3], ARGV[1]) else redis.call('rpush', KEYS[3], ARGV[1]) end
 local waiting = redis.call('llen', KEYS[1]) + redis.call('llen', KEYS[2]) + redis.call('llen', KEYS[6])
@@ -87,6 +91,7 @@ class JobSpec:
     args: tuple[Any, ...]  # (the round's request fields, enqueued_at, job_id): agent.queue.jobs.run_round's
     timeout: int  # RQ's job timeout (SIGALRM in the slot process): the round's own limits plus a margin
     ttl: int  # how long the job may wait in the queue
+    claim_ttl: int  # how long its claim stream lives: the wait and the round (agent.queue.keys.claim_key)
     description: str  # shows in RQ's logs: never the prompt
 
 
@@ -156,7 +161,7 @@ async def push(
 ) -> Admission:
     """Save and admit the job: one EVALSHA (EVAL once per Redis start), one write on a pooled connection."""
     args = (
-        8,
+        9,
         *keys.RQ_USER_QUEUE_KEYS,
         keys.rq_queue_key(queue),
         keys.TASK_ROUNDS,
@@ -164,6 +169,7 @@ async def push(
         keys.rq_queue_key(keys.QUEUE_TASKS),
         keys.RQ_QUEUES,
         share.key or keys.fair_key(""),
+        keys.claim_key(spec.job_id),
         spec.job_id,
         limit,
         "1" if at_front else "0",
@@ -175,6 +181,7 @@ async def push(
         share.limit,
         "1" if share.key else "0",
         share.lifetime_ms,
+        spec.claim_ttl,
         *job_fields(spec, queue, signer),
     )
     try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import time
 import uuid
@@ -25,14 +24,14 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict, note_worker
+from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict
 from agent.errors import DependencyDown, QueueTimeout
 from agent.metrics import QUEUE_WAIT, REJECTED
 from agent.queue import admit, keys, rounds
 from agent.queue.depth import DepthGauge, estimate_retry_after, refusal, share_refusal
 from agent.queue.events import error_from
 from agent.queue.guard import RoundSigner
-from agent.queue.reader import StreamReader
+from agent.queue.reader import RoundReader, WorkerHosts
 from agent.queue.registry import WorkerRegistry, capacity
 from agent.redisconn import connection_options, redacted, ride_through, unreachable
 from agent.settings import Settings
@@ -82,6 +81,7 @@ class QueueBackend:
         )  # one retry for a stale connection, not redis-py's 10
         self.redis = aioredis.Redis(connection_pool=pool)
         self.workers = WorkerRegistry(self.redis, self.where)
+        self.hosts = WorkerHosts(self.redis)
         self._background: set[asyncio.Task[None]] = set()
         self.depth = DepthGauge(self.redis, self._spawn)
 
@@ -158,12 +158,14 @@ class QueueBackend:
         rounds under way in the same step (their tasks are answered locally); a task round joins them."""
         name = keys.QUEUE_CONTINUING if front else rounds.queue_for(rnd.request, self.continuing_first)
         settings = self.settings
+        lifetime = math.ceil(settings.queue_timeout_seconds + settings.round_timeout_seconds) + JOB_MARGIN_S
         spec = admit.JobSpec(
             job_id=rnd.job_id,
             args=(admit.request_fields(rnd.request), time.time(), rnd.job_id),
             # the worker bounds the round itself (QUEUE_TIMEOUT_SECONDS waiting, ROUND_TIMEOUT_SECONDS generating)
-            timeout=math.ceil(settings.queue_timeout_seconds + settings.round_timeout_seconds) + JOB_MARGIN_S,
+            timeout=lifetime,
             ttl=math.ceil(settings.queue_timeout_seconds) + 60,
+            claim_ttl=lifetime,
             description=f"round {rnd.request.round} of request {rnd.request.request_id}",  # never the prompt
         )
         limit = admit.limit(name, settings.max_queue_depth, retried=front)
@@ -182,22 +184,25 @@ class QueueBackend:
     async def _follow(self, rnd: _Round) -> AsyncIterator[RoundEvent]:
         last_seen = checked = time.monotonic()
         try:
-            async with StreamReader(self.redis.connection_pool, keys.events_key(rnd.job_id)) as stream:
-                while True:
-                    entries = await stream.read(count=512, block_ms=BLOCK_MS)
+            stream = RoundReader(self.redis, rnd.job_id, self.hosts)
+            while True:
+                entries = await stream.read(count=512, block_ms=BLOCK_MS)
+                rounds.raise_if_cancelled()
+                now = time.monotonic()
+                if stream.host is not None and rnd.phase == "queued":
+                    rnd.phase = "accepted"  # claimed: its worker pings from now on
+                    last_seen = now
+                for data in entries:
+                    last_seen = now
+                    event = self._handle(rnd, data, now)
+                    if event is not None:
+                        yield event
+                        if isinstance(event, RoundDone):
+                            return
+                if not entries or now - checked >= CHECK_EVERY:
+                    checked = now
+                    await self._check(rnd, now, last_seen)
                     rounds.raise_if_cancelled()
-                    now = time.monotonic()
-                    for _entry_id, data in entries:
-                        last_seen = now
-                        event = self._handle(rnd, json.loads(data), now)
-                        if event is not None:
-                            yield event
-                            if isinstance(event, RoundDone):
-                                return
-                    if not entries or now - checked >= CHECK_EVERY:
-                        checked = now
-                        await self._check(rnd, now, last_seen)
-                        rounds.raise_if_cancelled()
         except RedisError as exc:
             raise self.workers.redis_down(exc) from exc
 
@@ -205,7 +210,6 @@ class QueueBackend:
         kind = data.get("kind")
         if kind == "accepted":
             rnd.phase = "accepted"
-            note_worker(str(data.get("worker")))  # named in the request's audit record
         elif kind == "started":
             rnd.phase, rnd.queue_wait = "running", now - rnd.enqueued
             QUEUE_WAIT.observe(rnd.queue_wait)

@@ -49,9 +49,17 @@ def rq_worker_key(name: str) -> str:
     return f"rq:worker:{name}"
 
 
-def events_key(job_id: str) -> str:
-    """The stream the worker writes a round's events to and the API reads them from."""
-    return f"agent:round:{job_id}:events"
+def events_key(host: str, job_id: str) -> str:
+    """The stream a round's events come in: under the prefix of the worker host that claimed the round, which only
+    that host's Redis user may write (images/entrypoint/redis-users), so the key itself says who wrote them."""
+    return f"agent:host:{host}:round:{job_id}:events"
+
+
+def claim_key(job_id: str) -> str:
+    """The round's claim, a stream: agent-api opens it with entry 0-1 when it admits the round; the worker host that
+    pops the round appends 0-2 naming itself in the same breath (agent.queue.rq_adapter.RoundQueue). Workers may
+    only XADD here, so the first claim stays the only 0-2; a later entry is a second claimant."""
+    return f"agent:round:{job_id}:claim"
 
 
 def cancel_key(job_id: str) -> str:

@@ -1,66 +1,121 @@
-"""The API's reader of one round's event stream: XREAD BLOCK on one connection held while the round is followed.
+"""The API's reader of one round: its claim, then the events of the one worker host that claimed it.
 
-redis-py's command path takes a connection from the pool and gives it back, runs the retry and
-observability wrappers and turns the reply into dicts on every call; a round reads its stream several
-times (accepted, started, each burst of tokens, done), and on a busy 2-core host that path was a measurable
-part of the queue hop. Here a round takes one connection from the client's pool when it starts following
-and returns it at the end; each read is one send and one reply on it. The pool still checks the connection
-when it hands it out (a socket left stale by a Redis restart is reopened then).
+A round's events come in a stream under the prefix of the worker host that runs it (agent.queue.keys.events_key),
+which only that host's Redis user may write, and agent-api follows the stream of the host named by the round's
+first claim (keys.claim_key: opened by the API at admission, claimed by the host that pops the round). Any other
+writer on the round is an intrusion, and the round fails closed (errors.RoundIntruded, never the text): a second
+claim, or entries in another worker host's stream of the round. The worker hosts are the Redis users named
+`worker-NAME` (`ACL USERS`, re-read every HOSTS_TTL seconds and whenever a claim names a host not seen yet); where
+the api user may not list them (a Redis without the shipped ACL), only the claimed host's stream is read.
 """
 
 from __future__ import annotations
 
-import asyncio
-from types import TracebackType
-from typing import Any
+import json
+import re
+import time
+from typing import Any, cast
 
 import redis.asyncio as aioredis
-from redis.asyncio.connection import AbstractConnection
-from redis.exceptions import ResponseError
+import structlog
+from redis.exceptions import NoPermissionError
 
-from agent.queue.wire import round_trip
+from agent.backends.base import note_worker
+from agent.errors import RoundIntruded
+from agent.queue import keys
+from agent.settings import worker_host_of
 
+HOSTS_TTL = 5.0  # seconds the list of worker hosts is trusted before it is read again
+_HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,62}")  # what secrets-init accepts as a worker host's name
+_ADMITTED = "0-1"  # the claim stream's first entry, agent-api's own
+_Entries = list[tuple[str, dict[str, str]]]
 
-class StreamReader:
-    """Reads the entries of one stream in order, each entry's `field` value with its id."""
-
-    def __init__(self, pool: aioredis.ConnectionPool, key: str, field: str = "e") -> None:
-        self.pool, self.key, self.field = pool, key, field
-        self.last = "0-0"  # id of the last entry returned
-        self._conn: AbstractConnection | None = None
-
-    async def __aenter__(self) -> StreamReader:
-        self._conn = await self.pool.get_connection()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:  # shielded: a cancelled release would leave the connection counted as in use
-            await asyncio.shield(self.pool.release(conn))
-
-    async def read(self, count: int, block_ms: int) -> list[tuple[str, str]]:
-        """Up to `count` entries after the last one returned, waiting up to `block_ms` for the first;
-        [] when none came."""
-        conn = self._conn
-        if conn is None:
-            raise RuntimeError("StreamReader.read outside `async with`")
-        # round_trip disconnects on a failed or cancelled read: a reply still on its way cannot reach the next one
-        (reply,) = await round_trip(
-            conn, [("XREAD", "BLOCK", block_ms, "COUNT", count, "STREAMS", self.key, self.last)]
-        )
-        if isinstance(reply, ResponseError):
-            raise reply
-        entries = _entries(reply)
-        if entries:
-            self.last = entries[-1][0]
-        return [(entry_id, str(fields[fields.index(self.field) + 1])) for entry_id, fields in entries]
+log = structlog.get_logger("agent.queue.reader")
 
 
-def _entries(reply: Any) -> list[tuple[str, list[Any]]]:
-    """The one stream's entries from an XREAD reply: RESP2 [[key, entries]], RESP3 {key: entries}, or nil."""
-    if not reply:
-        return []
-    streams = list(reply.values()) if isinstance(reply, dict) else [entries for _key, entries in reply]
-    return [(str(entry_id), list(fields)) for entry_id, fields in streams[0]]
+class WorkerHosts:
+    """The worker hosts Redis knows, from its ACL users; None where the api user may not list them."""
+
+    def __init__(self, redis: aioredis.Redis) -> None:
+        self.redis = redis
+        self._hosts: frozenset[str] | None = None
+        self._read_at = -HOSTS_TTL
+        self._listable = True
+
+    async def known(self, fresh: bool = False) -> frozenset[str] | None:
+        if not self._listable:
+            return None
+        if fresh or time.monotonic() - self._read_at >= HOSTS_TTL:
+            try:
+                users = await self.redis.acl_users()
+            except NoPermissionError:
+                self._listable = False
+                log.warning(
+                    "worker_hosts_unlisted",
+                    detail="the api Redis user may not run ACL USERS: a second writer on a round goes unnoticed "
+                    "(its events are still never read); give it +acl|users as images/entrypoint/redis-users does",
+                )
+                return None
+            hosts = {worker_host_of(str(user)) for user in users}
+            self._hosts = frozenset(h for h in hosts if h) or None  # no worker users: a Redis without the ACL
+            self._read_at = time.monotonic()
+        return self._hosts
+
+
+class RoundReader:
+    """Reads one round's events, in order, from the host that claimed it (XREAD BLOCK on the claim and the hosts'
+    streams at once). `host` is the claimant once its claim has been read."""
+
+    def __init__(self, redis: aioredis.Redis, job_id: str, hosts: WorkerHosts) -> None:
+        self.redis, self.job_id, self.hosts = redis, job_id, hosts
+        self.host: str | None = None
+        self._positions: dict[Any, Any] = {keys.claim_key(job_id): "0-0"}  # stream → the last id read
+        self._started = False
+
+    async def read(self, count: int, block_ms: int) -> list[dict[str, Any]]:
+        """The claimant's entries after the last ones returned, waiting up to `block_ms` for the first; [] when
+        none came. Raises RoundIntruded when anyone else wrote the round."""
+        if not self._started:
+            self._started = True
+            for host in await self.hosts.known() or ():
+                self._positions.setdefault(keys.events_key(host, self.job_id), "0-0")
+        # RESP2's reply, decoded: [[key, [(id, {field: value}), …]], …] (or empty)
+        reply = cast(list[tuple[str, _Entries]], await self.redis.xread(self._positions, count=count, block=block_ms))
+        by_key = {str(key): entries for key, entries in reply or ()}
+        for key, entries in by_key.items():
+            if entries:
+                self._positions[key] = str(entries[-1][0])
+        claim = by_key.pop(keys.claim_key(self.job_id), [])
+        for entry_id, fields in claim:
+            if str(entry_id) != _ADMITTED:
+                await self._claimed(str(fields.get("host", "")))
+        events: list[dict[str, Any]] = []
+        for key, entries in by_key.items():
+            if not entries:
+                continue
+            writer = key.split(":")[2]  # agent:host:<host>:round:<id>:events
+            if writer != self.host:
+                self._intruded(writer, f"{writer} wrote a round {self.host or 'nobody'} claimed")
+            events.extend(json.loads(fields["e"]) for _entry_id, fields in entries)
+        return events
+
+    async def _claimed(self, host: str) -> None:
+        if self.host is not None:
+            self._intruded(host, f"a second claim, by {host!r}")
+        if not _HOST_NAME.fullmatch(host):
+            self._intruded(host[:64], "a claim naming no valid worker host")
+        known = await self.hosts.known()
+        if known is not None and host not in known:
+            known = await self.hosts.known(fresh=True)  # a host added a moment ago
+        if known is not None and host not in known:
+            self._intruded(host, f"a claim by {host!r}, which is no worker host's Redis user")
+        self.host = host
+        note_worker(host)  # the audit's `workers`: the host whose Redis user alone could write what is read
+        self._positions.setdefault(keys.events_key(host, self.job_id), "0-0")
+
+    def _intruded(self, other: str, what: str) -> None:
+        involved = sorted({h for h in (self.host, other) if h})
+        for host in involved:
+            note_worker(host)
+        log.error("round_intruded", job_id=self.job_id, hosts=involved, detail=what)
+        raise RoundIntruded(f"round {self.job_id}: {what}; hosts involved: {', '.join(involved)}")

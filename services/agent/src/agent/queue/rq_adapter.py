@@ -5,20 +5,29 @@ failed-job registry, registration and signal handling. The API writes RQ's job h
 check, in one script (agent.queue.admit); tests/integration/test_rq_adapter.py pins that hash against the
 installed RQ's, so RQ's worker reads and runs it as one of its own. Before RQ runs or even fully restores a job,
 the worker asks agent.queue.guard whether it is one of agent-api's signed rounds; anything else is refused.
+
+A slot process claims each round it pops, in the same breath as the pop and before RQ writes the job id anywhere
+another worker could read it (RoundQueue): the claim names the worker host, and from then on the API reads the
+round's events from that host's own stream alone (agent.queue.keys.events_key, claim_key).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections.abc import Sequence
+from typing import Any, ClassVar, cast
 
 import structlog
 from redis import Redis
+from redis.exceptions import ResponseError
 from rq import Queue, SimpleWorker
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from agent.errors import RoundIntruded
 from agent.queue import keys
+from agent.queue.events import error_entry
 from agent.queue.guard import JOB_FUNCTION, RoundVerifier
 
 RESULT_TTL, FAILURE_TTL = 60, 3600
@@ -45,6 +54,52 @@ class RoundJob(Job):
             raise NoSuchJobError(self.id) from exc
 
 
+class RoundQueue(Queue):
+    """RQ's Queue, whose pop also claims the round for this worker host (`host`, set per slot process).
+
+    The claim is entry 0-2 of the round's claim stream, which agent-api opened at admission: XADD with NOMKSTREAM and
+    an explicit id, so it succeeds once per round. A worker cannot learn a queued round's id without popping it (its
+    Redis user may pop the queues, not read them), so the host that pops a round is the first to claim it. A claim
+    refused because another host's is already there means someone claimed a round they never popped: this host
+    says so in its own stream (the API then fails the round closed, naming both) and does not run it.
+    """
+
+    host: ClassVar[str] = ""
+    unclaimed: ClassVar[dict[str, str]] = {}  # job id → why this slot process must not run it
+
+    @classmethod
+    def lpop(
+        cls, queue_keys: Sequence[str], timeout: int | None, connection: Redis | None = None
+    ) -> tuple[Any, Any] | None:
+        popped = cast(tuple[Any, Any] | None, super().lpop(queue_keys, timeout, connection=connection))
+        if popped is not None and connection is not None:
+            _queue_key, raw_id = popped
+            job_id = raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id)
+            reason = claim(connection, job_id, cls.host)
+            if reason is not None:
+                cls.unclaimed[job_id] = reason
+        return popped
+
+
+def claim(connection: Redis, job_id: str, host: str) -> str | None:
+    """Claim the round for `host`; why it cannot run here (None: claimed)."""
+    try:
+        written = connection.xadd(keys.claim_key(job_id), {"host": host}, id="0-2", nomkstream=True)
+    except ResponseError as exc:
+        if "equal or smaller" not in str(exc):  # e.g. NOPERM: a Redis ACL older than the claim
+            log.error("round_claim_failed", job_id=job_id, host=host, error=str(exc))
+            return f"claim refused by Redis: {exc}"
+        log.error("round_claimed_by_another", job_id=job_id, host=host)
+        stream = keys.events_key(host, job_id)
+        error = RoundIntruded(f"round {job_id} was claimed by another worker host before {host} popped it")
+        connection.xadd(stream, {"e": json.dumps(error_entry(error))}, id="0-1")
+        connection.expire(stream, keys.STREAM_TTL)
+        return "claimed by another worker host"
+    if written is None:  # no claim stream: agent-api gave the round up (or never admitted it)
+        return "no claim stream: the round was given up or never admitted"
+    return None
+
+
 class RoundWorker(SimpleWorker):
     """One slot process of agent-worker: RQ's SimpleWorker (no fork: the process keeps its model connection and
     event loop from round to round), reconnecting to a restarted Redis within ~2 s instead of backing off to 60 s,
@@ -55,8 +110,13 @@ class RoundWorker(SimpleWorker):
     log_result_lifespan = False
     job_class = RoundJob
     verifier: RoundVerifier
+    round_queue: type[RoundQueue] = RoundQueue  # its queue_class: the pops it claimed, and those it could not
 
     def execute_job(self, job: Job, queue: Queue) -> None:
+        unclaimed = self.round_queue.unclaimed.pop(job.id, None)
+        if unclaimed is not None:
+            refused(job.id, queue.name, unclaimed, self.connection)
+            return
         fields = {
             "callbacks": job._success_callback_name or job._failure_callback_name or job._stopped_callback_name,
             "webhooks": job.webhooks,
@@ -74,13 +134,17 @@ class RoundWorker(SimpleWorker):
         super().execute_job(job, queue)
 
 
-def round_worker(connection: Redis, name: str, verifier: RoundVerifier) -> RoundWorker:
-    """An RQ worker reading the three queues in priority order (continuing rounds, new ones, client tasks)."""
-    queues = [Queue(q, connection=connection, serializer=JSONSerializer, job_class=RoundJob) for q in keys.QUEUE_ORDER]
+def round_worker(connection: Redis, name: str, verifier: RoundVerifier, host: str) -> RoundWorker:
+    """An RQ worker reading the three queues in priority order (continuing rounds, new ones, client tasks) and
+    claiming each round it pops for worker host `host`."""
+    queue_class = type("RoundQueue", (RoundQueue,), {"host": host, "unclaimed": {}})
+    queues = [
+        queue_class(q, connection=connection, serializer=JSONSerializer, job_class=RoundJob) for q in keys.QUEUE_ORDER
+    ]
     # RQ's log line per job names the job id only (agent-worker's own log lines name the request)
     worker = RoundWorker(
         queues, connection=connection, serializer=JSONSerializer, name=name, log_job_description=False,
-        job_class=RoundJob,
+        job_class=RoundJob, queue_class=queue_class,
     )  # fmt: skip
-    worker.verifier = verifier
+    worker.verifier, worker.round_queue = verifier, queue_class
     return worker

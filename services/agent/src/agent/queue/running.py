@@ -26,10 +26,10 @@ import structlog
 from agent.backends.base import RoundDone, RoundEvent, RoundRequest, event_to_dict
 from agent.backends.engine import stream_engine
 from agent.backends.ollama import record_round, round_timeout_message
-from agent.errors import AgentError, DependencyDown, QueueTimeout, UpstreamError, UpstreamTimeout
+from agent.errors import AgentError, DependencyDown, QueueTimeout, RoundIntruded, UpstreamError, UpstreamTimeout
 from agent.metrics import GPU_BUSY, GPU_ROUNDS
 from agent.queue.events import error_entry
-from agent.queue.keys import cancel_key, gpu_slot_keys
+from agent.queue.keys import cancel_key, events_key, gpu_slot_keys
 from agent.queue.writer import EventWriter, GpuLock, RoundControl
 from agent.settings import Settings
 
@@ -101,12 +101,9 @@ async def execute_round(rt: Runtime, job_id: str, request_dict: dict[str, Any], 
     control = rt.rounds[job_id] = RoundControl(task)
     structlog.contextvars.bind_contextvars(job_id=job_id)
     settings = rt.settings
-    lock = GpuLock(
-        rt.redis,
-        gpu_slot_keys(settings.worker_host(), settings.gpu_id, settings.worker_slots),
-        f"{rt.worker_id}:{job_id}",
-    )
-    writer = EventWriter(rt.redis, job_id, control, lock)
+    host = settings.worker_host()
+    lock = GpuLock(rt.redis, gpu_slot_keys(host, settings.gpu_id, settings.worker_slots), f"{rt.worker_id}:{job_id}")
+    writer = EventWriter(rt.redis, job_id, events_key(host, job_id), control, lock)
     SENDING.set(writer.flush)
     outcome: dict[str, Any] = {"outcome": "error"}
     try:
@@ -201,19 +198,22 @@ def _generating(rt: Runtime, change: int) -> None:
     GPU_ROUNDS.labels(rt.settings.gpu_id).set(rt.generating)
 
 
-_ABORTED = {
-    "worker_shutdown": "agent-worker was stopped mid-round; try again",
-    "preempted": "client task round preempted by a user round",
-    "lock_lost": "agent-worker lost its GPU lock mid-round (stalled or Redis restarted); try again",
-    "job_timeout": "agent-worker's round passed its RQ job timeout (the model stream stalled); try again",
+_ABORTED: dict[str, AgentError] = {
+    "worker_shutdown": DependencyDown("agent-worker was stopped mid-round; try again"),
+    "preempted": DependencyDown("client task round preempted by a user round"),
+    "lock_lost": DependencyDown("agent-worker lost its GPU lock mid-round (stalled or Redis restarted); try again"),
+    "job_timeout": DependencyDown(
+        "agent-worker's round passed its RQ job timeout (the model stream stalled); try again"
+    ),
+    "stream_intruded": RoundIntruded("another writer appended to this worker host's event stream of the round"),
 }
 
 
 def _aborted(control: RoundControl, writer: EventWriter) -> dict[str, Any]:
     log.info("round_aborted", reason=control.reason, detail=control.detail)
-    message = _ABORTED.get(control.reason or "")
-    if message is not None:
-        writer.put(error_entry(DependencyDown(message)))
+    error = _ABORTED.get(control.reason or "")
+    if error is not None:
+        writer.put(error_entry(error))
     return {"outcome": control.reason or "aborted"}
 
 

@@ -72,7 +72,7 @@ def work(name: str, parent: int, burst: bool) -> int:
     GPU_BUSY.labels(settings.gpu_id).set(0)
     GPU_ROUNDS.labels(settings.gpu_id).set(0)
     rt = jobs.start_runtime(settings, name)
-    worker = rq_adapter.round_worker(conn, name, verifier)
+    worker = rq_adapter.round_worker(conn, name, verifier, settings.worker_host())
     try:
         worker.work(burst=burst, logging_level="DEBUG" if settings.log_level.upper() == "DEBUG" else "WARNING")
     finally:

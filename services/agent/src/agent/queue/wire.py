@@ -1,8 +1,8 @@
-"""Commands sent straight on one Redis connection: the worker's per-token path, the API's enqueue and reads.
+"""Commands sent straight on one Redis connection: the worker's per-token path and the API's enqueue.
 
 redis-py's command and pipeline path (pool checkout, retry and observability wrappers, reply callbacks) costs
 about 0.5 ms of Python per call on the 2-core hosts this runs on. The worker makes one such call per batch of
-tokens, the API one per enqueue (agent.queue.admit) and per read, and the call in flight when a generation ends
+tokens, the API one per enqueue (agent.queue.admit), and the call in flight when a generation ends
 delays the next round (measured with scripts/bench-queue), so these go out as one packed write and come back as
 raw replies. A connection error leaves the connection disconnected (a reply may still be on its way) and
 propagates; the caller decides what fails.

@@ -1,9 +1,11 @@
 """Worker side of a round's event stream: batched writes, pings, the cancel flag and the GPU's slot lock.
 
-The worker relays a round's events to the API through a per-job Redis stream (agent.queue.keys.events_key;
-entry ids 0-1, 0-2, … so a re-sent XADD is refused, never doubled). The entry kinds are listed in
-agent.queue.events. Every write also checks the cancel flag the API sets when its client went away, and
-refreshes the round's GPU slot while the round streams; the last batch releases it and records the round time.
+The worker relays a round's events to the API through a per-job Redis stream under its own host's prefix
+(agent.queue.keys.events_key), with entry ids 0-1, 0-2, …: this writer is the stream's only writer, so an append
+refused for its id means someone else wrote there, and the round ends as intruded instead of going on under a
+stranger's entries. The entry kinds are listed in agent.queue.events. Every write also checks the cancel flag the
+API sets when its client went away, and refreshes the round's GPU slot while the round streams; the last batch
+releases it and records the round time.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
+import structlog
 from redis.asyncio.connection import AbstractConnection
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisError
 
 from agent.queue.keys import (
     LOCK_TTL_MS,
@@ -27,9 +30,10 @@ from agent.queue.keys import (
     ROUND_TIMES_KEPT,
     STREAM_TTL,
     cancel_key,
-    events_key,
 )
 from agent.queue.wire import round_trip
+
+log = structlog.get_logger("agent.queue.writer")
 
 PING_INTERVAL = 0.5  # seconds of silence after which the worker writes a ping
 # s between the starts of two batches while a round streams: the tokens that arrive meanwhile go together. Each
@@ -112,11 +116,13 @@ class EventWriter:
 
     redis: aioredis.Redis
     job_id: str
+    stream: str  # agent.queue.keys.events_key of this worker host
     control: RoundControl
     lock: GpuLock
     round_time: float | None = None  # recorded with the last batch (Retry-After estimates)
     _pending: list[str] = field(default_factory=list)
     _seq: int = 0
+    _intruded: bool = False  # someone else appended to this stream: the last entries go under Redis's own ids
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _closing: asyncio.Event = field(default_factory=asyncio.Event)  # set by close(): no background send after
     _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -142,11 +148,11 @@ class EventWriter:
         """Write what is pending now (in order with the background sends) plus the checks that ride along."""
         async with self._send_lock:
             batch, self._pending = self._pending, []
-            stream = events_key(self.job_id)
+            stream = self.stream
             commands: list[tuple[Any, ...]] = []
             for data in batch:
                 self._seq += 1
-                commands.append(("XADD", stream, f"0-{self._seq}", "e", data))
+                commands.append(("XADD", stream, "*" if self._intruded else f"0-{self._seq}", "e", data))
             commands.append(("EXPIRE", stream, STREAM_TTL))
             checks: list[Callable[[Any], object]] = [self.on_cancel_flag]
             commands.append(("GET", cancel_key(self.job_id)))
@@ -161,7 +167,7 @@ class EventWriter:
                 commands.append(("LPUSH", ROUND_TIMES, f"{self.round_time:.4f}"))
                 commands.append(("LTRIM", ROUND_TIMES, 0, ROUND_TIMES_KEPT - 1))
             results = await self._round_trip(commands)
-            await self._raise_errors(results, len(batch))
+            self._raise_errors(results, len(batch))
         for check, result in zip(checks, results[len(batch) + 1 :], strict=False):
             check(result)
 
@@ -177,28 +183,21 @@ class EventWriter:
             await self.redis.connection_pool.release(conn)  # disconnected: the pool reconnects it when reused
             raise
 
-    async def _raise_errors(self, results: list[Any], sent: int) -> None:
-        """Raise the first failed command, except XADDs refused because the stream already holds their id.
-
-        A batch re-sent after a lost reply finds its entries written: the stream's last id, not the error's
-        text, tells a duplicate from a real failure (a wrong-typed key, a full memory).
-        """
+    def _raise_errors(self, results: list[Any], sent: int) -> None:
+        """Raise the first failed command; an append refused for its id is an intrusion (this writer never re-sends
+        a batch: a failed send ends the round), so the round is aborted as such and logged at error level."""
         for result in results[sent:]:
             if isinstance(result, Exception):
                 raise result
-        first = self._seq - sent + 1
-        refused = [(first + i, r) for i, r in enumerate(results[:sent]) if isinstance(r, Exception)]
+        refused = [r for r in results[:sent] if isinstance(r, Exception)]
         if not refused:
             return
-        try:
-            info = await self.redis.xinfo_stream(events_key(self.job_id))
-        except ResponseError:  # no stream (or not a stream): nothing was written before, the refusal is real
-            raise refused[0][1] from None
-        last_id = info["last-generated-id"]
-        top = int((last_id.decode() if isinstance(last_id, bytes) else str(last_id)).rpartition("-")[2])
-        for seq, error in refused:
-            if not isinstance(error, ResponseError) or seq > top:
-                raise error
+        if not all("equal or smaller" in str(r) for r in refused):
+            raise refused[0]
+        if not self._intruded:
+            self._intruded = True
+            log.error("round_stream_intruded", job_id=self.job_id, stream=self.stream, refused=len(refused))
+            self.control.abort("stream_intruded")
 
     def on_cancel_flag(self, present: Any) -> None:
         if present:
