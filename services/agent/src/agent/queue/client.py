@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -46,12 +47,21 @@ JOB_MARGIN_S = 30  # RQ's job timeout: the round's own limits (slot wait, genera
 log = structlog.get_logger("agent.queue.client")
 
 
+class Phase(StrEnum):
+    """Where a followed round is: queued → accepted (a worker host claimed it and pings) → running (it holds a GPU
+    slot and its model request is out)."""
+
+    QUEUED = "queued"
+    ACCEPTED = "accepted"
+    RUNNING = "running"
+
+
 @dataclass
 class _Round:
     request: RoundRequest
     job_id: str
     enqueued: float = 0.0  # monotonic
-    phase: str = "queued"  # queued → accepted (worker has it) → running (GPU lock held)
+    phase: Phase = Phase.QUEUED
     queue_wait: float | None = None
     forwarded: bool = False  # an event reached the caller: a retry would repeat it
     finished: bool = False
@@ -189,8 +199,8 @@ class QueueBackend:
                 entries = await stream.read(count=512, block_ms=BLOCK_MS)
                 rounds.raise_if_cancelled()
                 now = time.monotonic()
-                if stream.host is not None and rnd.phase == "queued":
-                    rnd.phase = "accepted"  # claimed: its worker pings from now on
+                if stream.host is not None and rnd.phase is Phase.QUEUED:
+                    rnd.phase = Phase.ACCEPTED  # claimed: its worker pings from now on
                     last_seen = now
                 for data in entries:
                     last_seen = now
@@ -209,9 +219,9 @@ class QueueBackend:
     def _handle(self, rnd: _Round, data: dict[str, Any], now: float) -> RoundEvent | None:
         kind = data.get("kind")
         if kind == "accepted":
-            rnd.phase = "accepted"
+            rnd.phase = Phase.ACCEPTED
         elif kind == "started":
-            rnd.phase, rnd.queue_wait = "running", now - rnd.enqueued
+            rnd.phase, rnd.queue_wait = Phase.RUNNING, now - rnd.enqueued
             QUEUE_WAIT.observe(rnd.queue_wait)
             self.depth.sample_soon()
         elif kind == "error":
@@ -230,17 +240,17 @@ class QueueBackend:
         waited = now - rnd.enqueued
         if (
             rnd.request.priority == "task"
-            and rnd.phase != "running"
+            and rnd.phase is not Phase.RUNNING
             and waited > self.settings.client_task_wait_seconds
         ):
             raise QueueTimeout("the GPU stayed busy: the client task is answered without it")
-        if rnd.phase != "running" and waited > self.settings.queue_timeout_seconds:
+        if rnd.phase is not Phase.RUNNING and waited > self.settings.queue_timeout_seconds:
             REJECTED.labels("queue_timeout").inc()
             raise QueueTimeout(
                 f"The round waited {waited:.0f} s for the GPU worker, past QUEUE_TIMEOUT_SECONDS="
                 f"{self.settings.queue_timeout_seconds:g}: the GPU is busy, try again later"
             )
-        if rnd.phase != "queued":
+        if rnd.phase is not Phase.QUEUED:
             if now - last_seen > WORKER_LOST_AFTER:
                 raise rounds.WorkerLost(f"no heartbeat for {now - last_seen:.1f} s")
             return
