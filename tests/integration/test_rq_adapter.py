@@ -1,5 +1,6 @@
-"""The RQ job format the queue writes and reads, pinned against the installed RQ and a real Redis: the API writes
-RQ's job hash itself (agent.queue.admit), the worker reads it back with RQ's Job (agent.queue.rq_adapter)."""
+"""The RQ job the queue writes and reads, against the installed RQ and a real Redis: RQ builds each round's job, the
+API's admission script saves RQ's hash of it (agent.queue.admit) as RQ's enqueue_job would, and the worker reads
+it back with RQ's Job (agent.queue.rq_adapter)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
-"""The API's enqueue: a round's RQ job hash, saved and admitted by one Lua script in one Redis round trip.
+"""The API's enqueue: a round's RQ job, saved and admitted by one Lua script in one Redis round trip.
 
-The job is RQ's own: the hash holds the fields RQ's `Queue.enqueue_job` writes for it, `data` being RQ's
-JSONSerializer text of (function, instance, args, kwargs), compressed, so `rq info` and RQ's `Job.fetch` (in
-agent-worker's slot processes, RQ's own worker) read it as RQ's; tests/integration/test_rq_adapter.py pins the
-hash against the installed RQ's. Building it here instead of through RQ's Queue and Job objects (and without
-RoundRequest.to_dict's deep copy), and sending one EVALSHA instead of a MULTI/EXEC of RQ's seven commands, took
-the enqueue of a 15 KB round from 1.1 ms to 0.4 ms (scripts/bench-queue prints it).
+The job is RQ's own: RQ builds it (`Queue.create_job`, agent.queue.rq_adapter.round_job) and its hash is RQ's
+`Job.to_dict()`, so `rq info` and RQ's `Job.fetch` (in agent-worker's slot processes, RQ's own worker) read it as
+RQ's, and no field of RQ's schema is spelled here. What RQ's `enqueue_job` would add in its own MULTI (the queue in
+RQ's set of queues, the job's TTL, the push) the script does, with the admission check, in one EVALSHA: RQ's
+pipeline cannot hold a check whose answer decides whether to push.
 
 The script admits the round only while both user queues hold fewer than the limit (MAX_QUEUE_DEPTH; a client
 task round only while no user round waits; -1 for a retried round, admitted once already), and writes the hash
@@ -21,10 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
-import zlib
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -133,21 +129,12 @@ def limit(queue: str, max_depth: int, retried: bool) -> int:
     return 1 if queue == keys.QUEUE_TASKS else max_depth
 
 
-def job_fields(spec: JobSpec, queue: str, signer: RoundSigner, at: datetime | None = None) -> list[Any]:
-    """The job hash RQ's enqueue_job writes for this job, as field, value, field, value…, and in its `meta`
-    agent-api's signature over the job id and the serialized call (agent.queue.guard: workers run nothing else)."""
-    stamp = (at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # RQ's utcformat
-    call = json.dumps([rq_adapter.JOB_FUNCTION, None, list(spec.args), {}]).encode()  # RQ's JSONSerializer text
-    data = zlib.compress(call, 1)  # compressed as RQ does but at level 1: a third of level 6's CPU
-    meta = json.dumps({META_SIGNATURE: signer.sign(spec.job_id, call)})
-    empty = ("success_callback_name", "failure_callback_name", "stopped_callback_name", "started_at", "ended_at")
-    return [
-        "created_at", stamp, "data", data,
-        *(item for name in (*empty, "last_heartbeat", "worker_name", "group_id") for item in (name, "")),
-        "origin", queue, "description", spec.description, "enqueued_at", stamp,
-        "timeout", spec.timeout, "result_ttl", rq_adapter.RESULT_TTL, "failure_ttl", rq_adapter.FAILURE_TTL,
-        "status", "queued", "ttl", spec.ttl, "meta", meta,
-    ]  # fmt: skip
+def job_fields(spec: JobSpec, queue: str, signer: RoundSigner) -> list[Any]:
+    """The job's hash, as RQ's `Job.to_dict()` gives it (field, value, field, value…), with agent-api's signature
+    over the job id and the serialized call in its `meta` (agent.queue.guard: workers run nothing else)."""
+    job = rq_adapter.round_job(queue, spec.job_id, spec.args, spec.timeout, spec.ttl, spec.description)
+    job.meta[META_SIGNATURE] = signer.sign(spec.job_id, job.data)
+    return [item for pair in job.to_dict().items() for item in pair]
 
 
 async def push(

@@ -1,9 +1,9 @@
-"""The only module that imports RQ: the job's function and lifetimes, the worker class of the slot processes.
+"""The only module that imports RQ: the job's function and lifetimes, the job itself, the worker of the slot processes.
 
 RQ gives each of agent-worker's slot processes its dequeue (priority order), job timeout, result TTL,
-failed-job registry, registration and signal handling. The API writes RQ's job hash itself, with its admission
-check, in one script (agent.queue.admit); tests/integration/test_rq_adapter.py pins that hash against the
-installed RQ's, so RQ's worker reads and runs it as one of its own. Before RQ runs or even fully restores a job,
+failed-job registry, registration and signal handling. The API builds each round as RQ's job (`round_job`) and
+saves RQ's hash of it with its admission check in one script (agent.queue.admit), so RQ's worker reads and runs it
+as one of its own. Before RQ runs or even fully restores a job,
 the worker asks agent.queue.guard whether it is one of agent-api's signed rounds; anything else is refused.
 
 A slot process claims each round it pops, in the same breath as the pop and before RQ writes the job id anywhere
@@ -22,7 +22,7 @@ from redis import Redis
 from redis.exceptions import ResponseError
 from rq import Queue, SimpleWorker
 from rq.exceptions import NoSuchJobError
-from rq.job import Job
+from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
 from agent.errors import RoundIntruded
@@ -31,7 +31,7 @@ from agent.queue.events import error_entry
 from agent.queue.guard import JOB_FUNCTION, RoundVerifier
 
 RESULT_TTL, FAILURE_TTL = 60, 3600
-__all__ = ["FAILURE_TTL", "JOB_FUNCTION", "RESULT_TTL", "RoundWorker", "round_worker"]
+__all__ = ["FAILURE_TTL", "JOB_FUNCTION", "RESULT_TTL", "RoundWorker", "round_job", "round_worker"]
 
 log = structlog.get_logger("agent.queue.guard")
 
@@ -132,6 +132,27 @@ class RoundWorker(SimpleWorker):
             refused(job.id, queue.name, reason, self.connection)
             return
         super().execute_job(job, queue)
+
+
+_OFFLINE = Redis()  # RQ's Queue wants a connection; building a job never opens it (the API's Redis is asyncio's)
+
+
+def round_job(queue: str, job_id: str, args: tuple[Any, ...], timeout: int, ttl: int, description: str) -> Job:
+    """A round as RQ's own job, queued (status, enqueue time), ready for its hash (`to_dict`): built in memory, saved by
+    agent.queue.admit's script."""
+    job = Queue(queue, connection=_OFFLINE, serializer=JSONSerializer).create_job(
+        JOB_FUNCTION,
+        args=args,
+        job_id=job_id,
+        timeout=timeout,
+        result_ttl=RESULT_TTL,
+        failure_ttl=FAILURE_TTL,
+        ttl=ttl,
+        description=description,
+        status=JobStatus.QUEUED,
+    )
+    job.enqueued_at = job.created_at
+    return job
 
 
 def round_worker(connection: Redis, name: str, verifier: RoundVerifier, host: str) -> RoundWorker:
