@@ -1,21 +1,21 @@
-"""The worker's event writer and its wire against a real Redis: an append refused because someone else wrote the
-stream ends the round as intruded (never taken for a duplicate), another refusal is raised, replies stay in step
-with their commands."""
+"""The worker's event writer against a real Redis: a batch redis-py re-sends after a lost reply is neither doubled
+nor an intrusion; an append refused because someone else wrote the stream ends the round as intruded (never taken
+for a duplicate); another refusal is raised; events go in batches."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import cast
+from typing import Any, cast
 
 import pytest
 import redis.asyncio as aioredis
 import structlog.testing
+from redis.asyncio.client import Pipeline
 from redis.exceptions import ResponseError
 
 from agent.queue import writer as writer_module
 from agent.queue.keys import events_key
-from agent.queue.wire import call, round_trip
 from agent.queue.writer import EventWriter, GpuLock, RoundControl
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import RedisServer
@@ -38,6 +38,25 @@ async def writer_for(conn: aioredis.Redis, job_id: str) -> EventWriter:
     assert task is not None
     control = RoundControl(task=task)  # never aborted here: no cancel flag, no lock to refresh
     return EventWriter(conn, job_id, events_key(HOST, job_id), control, GpuLock(conn, [f"test:lock:{job_id}"], "token"))
+
+
+async def test_a_batch_sent_again_after_a_lost_reply_is_neither_doubled_nor_an_intrusion(
+    client: aioredis.Redis,
+) -> None:
+    writer = await writer_for(client, "resent")
+    events = [{"kind": "text", "text": str(i)} for i in range(3)]
+    for event in events:
+        writer.put(event, hold=True)
+    await writer.send()
+    writer._seq -= len(events)  # what redis-py's retried pipeline sends after a lost reply: the same ids again
+    for event in events:
+        writer.put(event, hold=True)
+    await writer.send()
+    assert await client.xlen(events_key(HOST, "resent")) == len(events)
+    assert writer.control.reason is None
+    writer.put({"kind": "text", "text": "next"}, hold=True)  # the writer goes on where it was
+    await writer.send()
+    assert await client.xlen(events_key(HOST, "resent")) == len(events) + 1
 
 
 async def test_an_append_refused_because_someone_else_wrote_the_stream_ends_the_round_as_intruded(
@@ -69,13 +88,13 @@ async def test_events_put_while_a_round_streams_go_in_batches_and_close_sends_wh
     monkeypatch.setattr(writer_module, "BATCH_INTERVAL", 30.0)
     writer = await writer_for(client, "batched")
     trips: list[int] = []
-    real = writer._round_trip
+    real = Pipeline.execute
 
-    async def counted(commands: list[tuple[object, ...]]) -> list[object]:
-        trips.append(sum(1 for c in commands if c[0] == "XADD"))
-        return await real(commands)
+    async def counted(pipe: Pipeline, raise_on_error: bool = True) -> list[Any]:
+        trips.append(sum(1 for args, _options in pipe.command_stack if args[0] == "XADD"))
+        return await real(pipe, raise_on_error)
 
-    monkeypatch.setattr(writer, "_round_trip", counted)
+    monkeypatch.setattr(Pipeline, "execute", counted)
     writer.put({"kind": "text", "text": "first"})  # goes at once
     await asyncio.sleep(0.05)
     for i in range(5):
@@ -93,37 +112,3 @@ async def test_an_entry_refused_for_another_reason_is_raised(client: aioredis.Re
     writer.put({"kind": "text", "text": "lost?"}, hold=True)
     with pytest.raises(ResponseError, match="WRONGTYPE"):
         await writer.send()
-
-
-async def test_a_round_trip_returns_error_replies_in_place_and_its_connection_stays_in_step(
-    client: aioredis.Redis,
-) -> None:
-    await client.set("text", "x")
-    conn = await client.connection_pool.get_connection()  # type: ignore[no-untyped-call]
-    try:
-        replies = await round_trip(conn, [("INCR", "counter"), ("LPUSH", "text", "y"), ("GET", "text")])
-        assert replies[0] == 1 and replies[2] == b"x"
-        assert isinstance(replies[1], ResponseError) and "WRONGTYPE" in str(replies[1])
-        assert await round_trip(conn, [("INCR", "counter")]) == [2]  # the next reply is the next command's
-    finally:
-        await client.connection_pool.release(conn)
-    assert await call(client, "GET", "counter") == b"2"
-    with pytest.raises(ResponseError, match="WRONGTYPE"):
-        await call(client, "LPUSH", "text", "z")
-
-
-async def test_a_round_trip_cancelled_before_its_replies_leaves_no_reply_for_the_next_command(
-    client: aioredis.Redis,
-) -> None:
-    conn = await client.connection_pool.get_connection()  # type: ignore[no-untyped-call]
-    try:
-        blocked = asyncio.create_task(round_trip(conn, [("BLPOP", "nothing", 5)]))
-        await asyncio.sleep(0.1)
-        blocked.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await blocked
-        await client.rpush("nothing", "late")  # had the BLPOP stayed on the socket, it would take this
-        assert await round_trip(conn, [("PING",)]) == [b"PONG"]  # reconnected, in step
-        assert await client.lrange("nothing", 0, -1) == [b"late"]
-    finally:
-        await client.connection_pool.release(conn)

@@ -8,7 +8,7 @@ from redis import Redis
 from rq import Queue, SimpleWorker
 from rq.job import Job
 
-from agent.queue import keys
+from agent.queue import guard, jobs, keys, rq_adapter
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -37,3 +37,10 @@ def test_no_module_but_keys_spells_a_queue_key() -> None:
         if path.name != "keys.py" and any(n in path.read_text(encoding="utf-8") for n in needles)
     ]
     assert offenders == []
+
+
+def test_the_round_function_the_jobs_name_is_run_round() -> None:
+    """Jobs name the round function by its dotted path (RQ imports it in the slot process, and the guard refuses any
+    other name): the path is the real function's, so a rename or a move fails here, not on every round."""
+    assert rq_adapter.round_job(keys.QUEUE_NEW, "j", ({}, 0.0, "j"), 60, 60, "t").func_name == guard.JOB_FUNCTION
+    assert f"{jobs.run_round.__module__}.{jobs.run_round.__qualname__}" == guard.JOB_FUNCTION

@@ -27,7 +27,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError
 
 from agent.backends.base import RoundRequest
-from agent.queue import keys, rq_adapter, wire
+from agent.queue import keys, rq_adapter
 from agent.queue.guard import META_SIGNATURE, RoundSigner
 
 NO_LIMIT = -1
@@ -146,7 +146,7 @@ async def push(
     signer: RoundSigner,
     share: Share = Share(None, NO_LIMIT, 0),
 ) -> Admission:
-    """Save and admit the job: one EVALSHA (EVAL once per Redis start), one write on a pooled connection."""
+    """Save and admit the job: one EVALSHA (EVAL once per Redis start)."""
     args = (
         9,
         *keys.RQ_USER_QUEUE_KEYS,
@@ -172,8 +172,8 @@ async def push(
         *job_fields(spec, queue, signer),
     )
     try:
-        reply = await wire.call(client, "EVALSHA", _ADMIT_SHA, *args)
+        reply = await client.evalsha(_ADMIT_SHA, *args)
     except NoScriptError:
-        reply = await wire.call(client, "EVAL", _ADMIT, *args)  # Redis caches it: the next EVALSHA finds it
+        reply = await client.eval(_ADMIT, *args)  # Redis caches it: the next EVALSHA finds it
     admitted, depth, preempted, waiting, over_share = reply
     return Admission(bool(admitted), int(depth), int(preempted), int(waiting), bool(over_share))

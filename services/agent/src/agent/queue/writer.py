@@ -1,8 +1,9 @@
 """Worker side of a round's event stream: batched writes, pings, the cancel flag and the GPU's slot lock.
 
 The worker relays a round's events to the API through a per-job Redis stream under its own host's prefix
-(agent.queue.keys.events_key), with entry ids 0-1, 0-2, …: this writer is the stream's only writer, so an append
-refused for its id means someone else wrote there, and the round ends as intruded instead of going on under a
+(agent.queue.keys.events_key), with entry ids 0-1, 0-2, …, one redis-py pipeline per batch. This writer is the
+stream's only writer: an append refused for its id is its own entry re-sent after a lost reply (found there as
+sent, so never doubled) or someone else's, and then the round ends as intruded instead of going on under a
 stranger's entries. The entry kinds are listed in agent.queue.events. Every write also checks the cancel flag the
 API sets when its client went away, and refreshes the round's GPU slot while the round streams; the last batch
 releases it and records the round time.
@@ -16,11 +17,10 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import redis.asyncio as aioredis
 import structlog
-from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import RedisError
 
 from agent.queue.keys import (
@@ -31,7 +31,6 @@ from agent.queue.keys import (
     STREAM_TTL,
     cancel_key,
 )
-from agent.queue.wire import round_trip
 
 log = structlog.get_logger("agent.queue.writer")
 
@@ -127,7 +126,6 @@ class EventWriter:
     _closing: asyncio.Event = field(default_factory=asyncio.Event)  # set by close(): no background send after
     _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _task: asyncio.Task[None] | None = None
-    _conn: AbstractConnection | None = None  # held from the first send to close()
 
     def put(self, data: dict[str, Any], hold: bool = False) -> None:
         """Queue an event and have it sent; `hold` keeps it for the next send (the last event waits for close(),
@@ -149,51 +147,49 @@ class EventWriter:
         async with self._send_lock:
             batch, self._pending = self._pending, []
             stream = self.stream
-            commands: list[tuple[Any, ...]] = []
+            pipe = self.redis.pipeline(transaction=False)  # one round trip: the batch and the checks riding along
+            sent: list[tuple[str, str]] = []  # (entry id, data)
             for data in batch:
                 self._seq += 1
-                commands.append(("XADD", stream, "*" if self._intruded else f"0-{self._seq}", "e", data))
-            commands.append(("EXPIRE", stream, STREAM_TTL))
+                sent.append(("*" if self._intruded else f"0-{self._seq}", data))
+                pipe.xadd(stream, {"e": data}, id=sent[-1][0])
+            pipe.expire(stream, STREAM_TTL)
             checks: list[Callable[[Any], object]] = [self.on_cancel_flag]
-            commands.append(("GET", cancel_key(self.job_id)))
+            pipe.get(cancel_key(self.job_id))
             if final and self.lock.key is not None:
-                commands.append(("EVAL", RELEASE, 1, self.lock.key, self.lock.token))
+                pipe.eval(RELEASE, 1, self.lock.key, self.lock.token)
                 self.lock.key = None
                 checks.append(lambda _: None)
             elif self.lock.refresh_due() and self.lock.key is not None:
-                commands.append(("EVAL", _REFRESH, 1, self.lock.key, self.lock.token, LOCK_TTL_MS))
+                pipe.eval(_REFRESH, 1, self.lock.key, self.lock.token, LOCK_TTL_MS)
                 checks.append(self._on_refresh)
             if final and self.round_time is not None:
-                commands.append(("LPUSH", ROUND_TIMES, f"{self.round_time:.4f}"))
-                commands.append(("LTRIM", ROUND_TIMES, 0, ROUND_TIMES_KEPT - 1))
-            results = await self._round_trip(commands)
-            self._raise_errors(results, len(batch))
+                pipe.lpush(ROUND_TIMES, f"{self.round_time:.4f}")
+                pipe.ltrim(ROUND_TIMES, 0, ROUND_TIMES_KEPT - 1)
+            results = await pipe.execute(raise_on_error=False)
+            await self._raise_errors(results, sent)
         for check, result in zip(checks, results[len(batch) + 1 :], strict=False):
             check(result)
 
-    async def _round_trip(self, commands: list[tuple[Any, ...]]) -> list[Any]:
-        """On this round's own connection, taken at its first send and given back by close()."""
-        if self._conn is None:
-            self._conn = await self.redis.connection_pool.get_connection()  # type: ignore[no-untyped-call]
-        conn = self._conn
-        try:
-            return await round_trip(conn, commands)
-        except BaseException:
-            self._conn = None
-            await self.redis.connection_pool.release(conn)  # disconnected: the pool reconnects it when reused
-            raise
-
-    def _raise_errors(self, results: list[Any], sent: int) -> None:
-        """Raise the first failed command; an append refused for its id is an intrusion (this writer never re-sends
-        a batch: a failed send ends the round), so the round is aborted as such and logged at error level."""
-        for result in results[sent:]:
+    async def _raise_errors(self, results: list[Any], sent: list[tuple[str, str]]) -> None:
+        """Raise the first failed command. An append refused for its id is this writer's own entry when redis-py
+        re-sent the batch after a lost reply (the entry at that id is exactly what was sent); anything else there is
+        another writer's: the round is aborted as intruded, logged at error level."""
+        for result in results[len(sent) :]:
             if isinstance(result, Exception):
                 raise result
-        refused = [r for r in results[:sent] if isinstance(r, Exception)]
+        refused = [(entry, r) for entry, r in zip(sent, results, strict=False) if isinstance(r, Exception)]
         if not refused:
             return
-        if not all("equal or smaller" in str(r) for r in refused):
-            raise refused[0]
+        for _entry, error in refused:
+            if "equal or smaller" not in str(error):
+                raise error
+        for (entry_id, data), _error in refused:
+            found = cast(list[tuple[Any, dict[Any, Any]]], await self.redis.xrange(self.stream, entry_id, entry_id))
+            if not found or _field(found[0][1], "e") != data:
+                break
+        else:
+            return  # every refused entry is there as sent: a re-sent batch, not doubled
         if not self._intruded:
             self._intruded = True
             log.error("round_stream_intruded", job_id=self.job_id, stream=self.stream, refused=len(refused))
@@ -239,10 +235,11 @@ class EventWriter:
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await self._task
-        try:
-            with contextlib.suppress(RedisError):
-                await self.send(final=True)
-        finally:
-            conn, self._conn = self._conn, None
-            if conn is not None:  # shielded: a cancelled release would leave the connection counted as in use
-                await asyncio.shield(self.redis.connection_pool.release(conn))
+        with contextlib.suppress(RedisError):
+            await self.send(final=True)
+
+
+def _field(fields: dict[Any, Any], name: str) -> str | None:
+    """A stream entry's field, from a client with or without decode_responses."""
+    value = fields.get(name, fields.get(name.encode()))
+    return value.decode() if isinstance(value, bytes) else value
