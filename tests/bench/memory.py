@@ -6,6 +6,10 @@ to agent-api in direct mode and, when PEERS_VENVS holds it, to ollama-mcp-bridge
 scripted Ollama and the same mcp-server: the same work, interleaved. With --queue, agent-api in queue mode (a
 private redis-server and one agent-worker) gets the same rounds too. Printed: the RSS (VmRSS, /proc) of each
 process at start (ready, no request yet) and after the N requests. Figures, never a pass/fail.
+
+agent-api runs from --venv: scripts/bench-memory makes one holding only what ships (local-agent without the dev
+group, as the image installs it), as the bridge's venv holds only the bridge. In the dev venv, structlog and
+httpcore import the test tools they find there (rich, trio): agent-api's app process counted ~9 MB more.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import httpx
 from tests.bench import tool_round
 from tests.bench.stats import parents, rss_mb, tree_rss_mb
 from tests.support import round_keys
-from tests.support.procs import Proc, free_port, running
+from tests.support.procs import VENV_BIN, Proc, free_port, running
 
 DIRECT, QUEUE = "agent-api, direct mode", "agent-api, queue mode"
 Part = tuple[int, bool]  # a pid, and whether the processes under it count too
@@ -59,7 +63,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="agent-api's RSS after N requests, beside ollama-mcp-bridge's")
     parser.add_argument("--requests", type=int, default=2000, help="tool rounds sent to each (default 2000)")
     parser.add_argument("--queue", action="store_true", help="also agent-api in queue mode and its agent-worker")
+    parser.add_argument("--venv", type=Path, default=VENV_BIN.parent, help="where agent-api is installed")
     args = parser.parse_args()
+    bin_dir = args.venv.resolve() / "bin"
     os.environ.update(round_keys.env())  # a round-key pair, as secrets-init makes one: agent-api signs, workers verify
     tmp = Path(tempfile.mkdtemp(prefix="bench-memory-"))
     o_port, m_port, token = free_port(), free_port(), secrets.token_urlsafe(16)
@@ -73,7 +79,7 @@ def main() -> None:
         running(
             ["mcp-server"], env={**mcp_env, "LOG_LEVEL": "WARNING"}, ready_url=f"http://127.0.0.1:{m_port}/healthz"
         ),
-        running(["agent-api"], env=env, ready_url=f"{a_url}/healthz", timeout=90) as api,
+        running([str(bin_dir / "agent-api")], env=env, ready_url=f"{a_url}/healthz", timeout=90) as api,
     ):
         rule = {
             "when": {"user_contains": "time", "last_role": "user"},
@@ -83,7 +89,7 @@ def main() -> None:
         httpx.post(f"{o_url}/_fake/script", json=script).raise_for_status()
         calls, parts = {DIRECT: tool_round.agent_call(a_url)}, agent_parts(DIRECT, api)
         if args.queue:
-            q_url, q_api, worker = stack.enter_context(tool_round.queue_api(stack, env))
+            q_url, q_api, worker = stack.enter_context(tool_round.queue_api(stack, env, bin_dir))
             calls[QUEUE] = tool_round.agent_call(q_url)
             parts |= {**agent_parts(QUEUE, q_api), "agent-worker (and its slot processes)": (worker.popen.pid, True)}
         peer = tool_round.bridge(stack, o_url, mcp_url, token)
@@ -96,6 +102,7 @@ def main() -> None:
                 for call in calls.values():
                     call(http)
         report(args.requests, at_start, measure(parts), peer[1] if peer else None)
+        print(f"  agent-api from {args.venv}")
 
 
 def report(n: int, at_start: dict[str, float], after: dict[str, float], peer: str | None) -> None:

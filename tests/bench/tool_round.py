@@ -89,9 +89,11 @@ def bridge_call(url: str) -> Call:
 
 
 @contextmanager
-def queue_api(stack: ExitStack, agent_env: dict[str, str]) -> Iterator[tuple[str, Proc, Proc]]:
-    """agent-api in queue mode on a private redis-server, one agent-worker on the same scripted model: the API's
-    URL, its process and the worker's."""
+def queue_api(
+    stack: ExitStack, agent_env: dict[str, str], bin_dir: Path = VENV_BIN
+) -> Iterator[tuple[str, Proc, Proc]]:
+    """agent-api in queue mode on a private redis-server, one agent-worker on the same scripted model (both from
+    `bin_dir`): the API's URL, its process and the worker's."""
     tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-tool-round-")))
     r_port, a_port = free_port(), free_port()
     url = f"redis://127.0.0.1:{r_port}/0"
@@ -106,14 +108,16 @@ def queue_api(stack: ExitStack, agent_env: dict[str, str]) -> Iterator[tuple[str
     }
     worker = stack.enter_context(
         running(
-            [str(VENV_BIN / "agent-worker")],
+            [str(bin_dir / "agent-worker")],
             env=worker_env,
             ready=lambda: bool(redis.Redis(port=r_port).smembers("agent:workers")),
         )
     )
     env = {**agent_env, "AGENT_PORT": str(a_port), "MODEL_BACKEND": "queue", "REDIS_URL": url}
     env["AUDIT_DIR"] = str(tmp / "audit")
-    api = stack.enter_context(running(["agent-api"], env=env, ready_url=f"http://127.0.0.1:{a_port}/healthz"))
+    api = stack.enter_context(
+        running([str(bin_dir / "agent-api")], env=env, ready_url=f"http://127.0.0.1:{a_port}/healthz")
+    )
     yield f"http://127.0.0.1:{a_port}", api, worker
 
 

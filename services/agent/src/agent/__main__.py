@@ -56,7 +56,6 @@ def serve(listen_fd: int, parent_fd: int | None) -> int:
     from agent.api.app import create_app, make_backend
     from agent.api.server import adopt
     from agent.api.server import serve as serve_app
-    from agent.redisconn import connection_options
     from agent.settings import get_settings
     from agent_contract.logs import configure
 
@@ -65,6 +64,8 @@ def serve(listen_fd: int, parent_fd: int | None) -> int:
     try:
         settings.mcp_secret()  # read now: an unreadable MCP_TOKEN_FILE is a start-up error, not a 503 later
         if settings.model_backend == "queue" or settings.rate_limit_backend == "redis":
+            from agent.redisconn import connection_options  # imports redis: direct mode never needs it
+
             connection_options(settings)  # the same for REDIS_PASSWORD_FILE and the TLS files
         # built now: queue mode without its round signing key (or an unreadable one) is a start-up error
         app = create_app(settings, backend=make_backend(settings))
