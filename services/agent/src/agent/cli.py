@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn, TypeGuard
+from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -38,10 +38,23 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog.split()[0]} --help)\n")
 
 
+class Version(argparse.Action):
+    """`--version`, the package's version looked up only when asked: importlib.metadata and the lookup cost every
+    command 3 MB (agent-api's supervisor keeps them all its life)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        kwargs.setdefault("help", "show program's version number and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"{parser.prog} (local-agent) {package_version()}")
+        parser.exit()
+
+
 def parser(prog: str, description: str | None) -> Parser:
     """A command's parser with `--version`; subcommand parsers made from it inherit the one-line errors."""
     p = Parser(prog=prog, description=description)
-    p.add_argument("--version", action="version", version=f"{prog} (local-agent) {package_version()}")
+    p.add_argument("--version", action=Version)
     return p
 
 

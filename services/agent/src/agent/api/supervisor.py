@@ -32,9 +32,9 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import FrameType
+from typing import NamedTuple
 
 from agent.api.server import STARTUP_FAILURE
 from agent.cli import EXIT_USAGE
@@ -49,9 +49,9 @@ RESTART_LIMIT = 5  # start-up failures in a row after which a restarted app is g
 LEVELS = {"CRITICAL": 50, "FATAL": 50, "ERROR": 40, "WARN": 30, "WARNING": 30, "INFO": 20, "DEBUG": 10, "NOTSET": 0}
 
 
-@dataclass(frozen=True)
-class Listen:
-    """What the supervisor reads of the environment: these fields of agent.settings.Settings, same defaults."""
+class Listen(NamedTuple):
+    """What the supervisor reads of the environment: these fields of agent.settings.Settings, same defaults (a
+    NamedTuple: dataclasses, with the inspect module it loads, cost the supervisor 3 MB)."""
 
     agent_host: str = "127.0.0.1"
     agent_port: int = 8000
