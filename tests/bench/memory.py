@@ -5,7 +5,8 @@ Each iteration sends one tool round (the model calls a tool, the tool runs on th
 to agent-api in direct mode and, when PEERS_VENVS holds it, to ollama-mcp-bridge pointed at the same zero-latency
 scripted Ollama and the same mcp-server: the same work, interleaved. With --queue, agent-api in queue mode (a
 private redis-server and one agent-worker) gets the same rounds too. Printed: the RSS (VmRSS, /proc) of each
-process at start (ready, no request yet) and after the N requests. Figures, never a pass/fail.
+process at start (ready, no request yet) and after the N requests, then the app process's memory by top-level
+package (tests/bench/import_rss.py). Figures, never a pass/fail.
 
 agent-api runs from --venv: scripts/bench-memory makes one holding only what ships (local-agent without the dev
 group, as the image installs it), as the bridge's venv holds only the bridge. In the dev venv, structlog and
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import subprocess
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
@@ -26,7 +28,7 @@ import httpx
 from tests.bench import tool_round
 from tests.bench.stats import parents, rss_mb, tree_rss_mb
 from tests.support import round_keys
-from tests.support.procs import VENV_BIN, Proc, free_port, running
+from tests.support.procs import REPO, VENV_BIN, Proc, free_port, running
 
 DIRECT, QUEUE = "agent-api, direct mode", "agent-api, queue mode"
 Part = tuple[int, bool]  # a pid, and whether the processes under it count too
@@ -102,7 +104,14 @@ def main() -> None:
                 for call in calls.values():
                     call(http)
         report(args.requests, at_start, measure(parts), peer[1] if peer else None)
-        print(f"  agent-api from {args.venv}")
+    print(f"  agent-api from {args.venv}")
+    by_module = [str(bin_dir / "python"), "-m", "tests.bench.import_rss"]
+    subprocess.run(
+        by_module,
+        env={**os.environ, **env, "AUDIT_DIR": str(tmp / "by-module"), "LOG_LEVEL": "ERROR"},
+        cwd=REPO,
+        check=True,
+    )
 
 
 def report(n: int, at_start: dict[str, float], after: dict[str, float], peer: str | None) -> None:
