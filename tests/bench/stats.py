@@ -18,24 +18,57 @@ def summary_ms(values: list[float]) -> str:
     return f"median {statistics.median(ms):7.2f} ms   p99 {pct(ms, 99):7.2f} ms   (n={len(ms)})"
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and of every live process under it (/proc, clock ticks): agent-api's work
-    happens in its supervisor's child, so the supervisor's own figure alone was ~0."""
-    parents: dict[int, int] = {}
-    ticks: dict[int, int] = {}
+def parents() -> dict[int, int]:
+    """Every live process's parent, from /proc: pid → ppid."""
+    found: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            found[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
         except OSError:  # the process ended while we looked
             continue
-        child = int(stat.parent.name)
-        parents[child], ticks[child] = int(fields[1]), int(fields[11]) + int(fields[12])
+    return found
+
+
+def tree_pids(pid: int) -> set[int]:
+    """A process and every live process under it: agent-api's work and most of its memory are in its
+    supervisor's child."""
+    links = parents()
     tree, grew = {pid}, True
     while grew:
-        below = {child for child, parent in parents.items() if parent in tree} - tree
+        below = {child for child, parent in links.items() if parent in tree} - tree
         tree |= below
         grew = bool(below)
-    return sum(ticks.get(p, 0) for p in tree) / os.sysconf("SC_CLK_TCK")
+    return tree
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of one process so far (clock ticks of /proc/PID/stat); 0 once it has ended."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and of every live process under it: agent-api's work happens in its
+    supervisor's child, so the supervisor's own figure alone was ~0."""
+    return sum(cpu_seconds(p) for p in tree_pids(pid))
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of one process (VmRSS), in MB; 0 once it has ended."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0) / 1024
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and of every live process under it, in MB (pages they share, such as a
+    shared library's, counted in each, as `ps` counts them)."""
+    return sum(rss_mb(p) for p in tree_pids(pid))
 
 
 def venv_version(venv: str | Path, dist: str) -> str:

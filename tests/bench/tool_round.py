@@ -89,8 +89,11 @@ def bridge_call(url: str) -> Call:
 
 
 @contextmanager
-def queue_api(stack: ExitStack, agent_env: dict[str, str]) -> Iterator[tuple[str, Proc]]:
-    """agent-api in queue mode on a private redis-server, one agent-worker on the same scripted model."""
+def queue_api(
+    stack: ExitStack, agent_env: dict[str, str], bin_dir: Path = VENV_BIN
+) -> Iterator[tuple[str, Proc, Proc]]:
+    """agent-api in queue mode on a private redis-server, one agent-worker on the same scripted model (both from
+    `bin_dir`): the API's URL, its process and the worker's."""
     tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-tool-round-")))
     r_port, a_port = free_port(), free_port()
     url = f"redis://127.0.0.1:{r_port}/0"
@@ -103,22 +106,24 @@ def queue_api(stack: ExitStack, agent_env: dict[str, str]) -> Iterator[tuple[str
         "WORKER_METRICS_PORT": str(free_port()),
         "THINK_HOLDBACK_MODELS": "",
     }
-    stack.enter_context(
+    worker = stack.enter_context(
         running(
-            [str(VENV_BIN / "agent-worker")],
+            [str(bin_dir / "agent-worker")],
             env=worker_env,
             ready=lambda: bool(redis.Redis(port=r_port).smembers("agent:workers")),
         )
     )
     env = {**agent_env, "AGENT_PORT": str(a_port), "MODEL_BACKEND": "queue", "REDIS_URL": url}
     env["AUDIT_DIR"] = str(tmp / "audit")
-    api = stack.enter_context(running(["agent-api"], env=env, ready_url=f"http://127.0.0.1:{a_port}/healthz"))
-    yield f"http://127.0.0.1:{a_port}", api
+    api = stack.enter_context(
+        running([str(bin_dir / "agent-api")], env=env, ready_url=f"http://127.0.0.1:{a_port}/healthz")
+    )
+    yield f"http://127.0.0.1:{a_port}", api, worker
 
 
-def bridge(stack: ExitStack, fake_url: str, mcp_url: str, token: str) -> tuple[str, str] | None:
-    """ollama-mcp-bridge from PEERS_VENVS, its one MCP server the agent's (same token, an admin caller): its URL
-    and its name with the version installed there."""
+def bridge(stack: ExitStack, fake_url: str, mcp_url: str, token: str) -> tuple[str, str, Proc] | None:
+    """ollama-mcp-bridge from PEERS_VENVS, its one MCP server the agent's (same token, an admin caller): its URL,
+    its name with the version installed there, and its process."""
     for venv in filter(None, os.environ.get("PEERS_VENVS", "").split(":")):
         binary = Path(venv) / "bin" / "ollama-mcp-bridge"
         if not binary.exists():
@@ -130,8 +135,9 @@ def bridge(stack: ExitStack, fake_url: str, mcp_url: str, token: str) -> tuple[s
         port = free_port()
         cmd = [str(binary), "--config", str(tmp / "mcp-config.json"), "--host", "127.0.0.1", "--port", str(port),
                "--ollama-url", fake_url]  # fmt: skip
-        stack.enter_context(running(cmd, env=LOOPBACK_ONLY, ready_url=f"http://127.0.0.1:{port}/health", timeout=120))
-        return f"http://127.0.0.1:{port}", f"ollama-mcp-bridge {venv_version(venv, 'ollama-mcp-bridge')}"
+        ready = f"http://127.0.0.1:{port}/health"
+        proc = stack.enter_context(running(cmd, env=LOOPBACK_ONLY, ready_url=ready, timeout=120))
+        return f"http://127.0.0.1:{port}", f"ollama-mcp-bridge {venv_version(venv, 'ollama-mcp-bridge')}", proc
     return None
 
 

@@ -1,5 +1,5 @@
-"""The benches' own measuring helpers: CPU over a whole process tree (bench-loop printed "API CPU 0.0 ms/round"
-reading agent-api's supervisor while its child did the work), and peers' versions read from their venvs."""
+"""The benches' own measuring helpers: CPU and memory over a whole process tree (bench-loop printed "API CPU 0.0
+ms/round" reading agent-api's supervisor while its child did the work), and peers' versions read from their venvs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-from tests.bench.stats import tree_cpu_seconds, venv_version
+from tests.bench.stats import rss_mb, tree_cpu_seconds, tree_rss_mb, venv_version
 
 BURN = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\ntime.sleep(60)"
 BURN_IN_CHILD = f"""
@@ -17,6 +17,15 @@ import subprocess, sys
 child = subprocess.Popen([sys.executable, "-c", {BURN!r}])
 print("started", flush=True)
 child.wait()
+"""
+
+
+HOLD_IN_CHILD = """
+import subprocess, sys
+code = "held = b'x' * (64 * 2**20); print('held', flush=True); sys.stdin.read()"
+child = subprocess.Popen([sys.executable, "-c", "import sys\\n" + code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+print(child.stdout.readline().decode().strip(), flush=True)
+sys.stdin.read()
 """
 
 
@@ -46,3 +55,13 @@ def test_the_cpu_of_a_supervisors_child_is_counted() -> None:
 def test_a_peers_version_is_read_from_its_venv() -> None:
     venv = Path(sys.prefix)
     assert venv_version(venv, "httpx") == version("httpx")
+
+
+def test_the_memory_of_a_supervisors_child_is_counted_and_the_supervisors_own_stays_apart() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", HOLD_IN_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline().strip() == b"held"
+        assert tree_rss_mb(parent.pid) - rss_mb(parent.pid) >= 60  # the child's 64 MB, written
+        assert rss_mb(parent.pid) < 60
+    finally:
+        parent.communicate(timeout=30)  # end of input: the child's, then the parent's read returns

@@ -7,28 +7,46 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from agent import cli
+
+if TYPE_CHECKING:
+    from agent.api.supervisor import Listen
 
 DESCRIPTION = """Serve the OpenAI- and Ollama-compatible agent API. Configured by environment variables
 (AGENT_HOST, AGENT_PORT, OLLAMA_URL, MODEL_NAME, MCP_URL, MODEL_BACKEND, ...): docs/configuration.md."""
 
 
 def supervise() -> int:
-    """Bind the port (a busy one is a one-line error) and keep an app process serving on it."""
-    from agent.api.server import PortBusy, bind
-    from agent.api.supervisor import supervise as run_supervisor
-    from agent.settings import get_settings
-    from agent_contract.logs import configure
+    """Bind the port (a busy one is a one-line error) and keep an app process serving on it.
 
-    settings = get_settings()
-    configure(settings.log_level)
+    This process imports the standard library alone (agent.api.supervisor says why); Settings only when one of
+    its three variables is spelled in a way only Settings can judge.
+    """
+    from agent.api.server import PortBusy, bind
+    from agent.api.supervisor import listen_settings
+    from agent.api.supervisor import supervise as run_supervisor
+
+    listen = listen_settings(os.environ) or validated_listen()
     try:
-        sock = bind(settings)
+        sock = bind(listen)
     except PortBusy as exc:
         raise cli.UsageError(str(exc)) from exc
-    return run_supervisor(sock)
+    return run_supervisor(sock, listen.log_level)
+
+
+def validated_listen() -> Listen:
+    """The supervisor's settings through Settings: its one-line error for a value it refuses."""
+    from agent.api.supervisor import LEVELS, Listen
+    from agent.settings import get_settings
+
+    settings = get_settings()
+    if settings.log_level.upper() not in LEVELS:
+        raise cli.UsageError(f"invalid setting LOG_LEVEL={settings.log_level!r}: one of {', '.join(LEVELS)}")
+    return Listen(settings.agent_host, settings.agent_port, settings.log_level)
 
 
 def serve(listen_fd: int, parent_fd: int | None) -> int:
@@ -38,7 +56,6 @@ def serve(listen_fd: int, parent_fd: int | None) -> int:
     from agent.api.app import create_app, make_backend
     from agent.api.server import adopt
     from agent.api.server import serve as serve_app
-    from agent.redisconn import connection_options
     from agent.settings import get_settings
     from agent_contract.logs import configure
 
@@ -47,6 +64,8 @@ def serve(listen_fd: int, parent_fd: int | None) -> int:
     try:
         settings.mcp_secret()  # read now: an unreadable MCP_TOKEN_FILE is a start-up error, not a 503 later
         if settings.model_backend == "queue" or settings.rate_limit_backend == "redis":
+            from agent.redisconn import connection_options  # imports redis: direct mode never needs it
+
             connection_options(settings)  # the same for REDIS_PASSWORD_FILE and the TLS files
         # built now: queue mode without its round signing key (or an unreadable one) is a start-up error
         app = create_app(settings, backend=make_backend(settings))

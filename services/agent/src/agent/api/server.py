@@ -5,6 +5,7 @@ One place for the server's options, so the one-machine command and the service b
 socket peer as the client (X-Forwarded-For is read only from TRUSTED_PROXIES). The port is bound before the
 caller says "serving": a busy port is a one-line error naming AGENT_PORT, not a failure after the banner.
 `agent-api` binds in its supervisor (agent.api.supervisor) and serves in an app process that adopts the socket.
+The supervisor imports this module: it imports the standard library alone (uvicorn and Settings only to serve).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import signal
 import socket
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agent.settings import Settings
+if TYPE_CHECKING:
+    from agent.settings import Settings
 
 STARTUP_FAILURE = 3  # uvicorn's own exit status when the app's start-up fails
 
@@ -27,7 +29,17 @@ class PortBusy(OSError):
     """AGENT_HOST:AGENT_PORT cannot be bound (another process has it, or the address is not this machine's)."""
 
 
-def bind(settings: Settings) -> socket.socket:
+class Address(Protocol):
+    """Where to listen: Settings, or the supervisor's own reading of the same two variables."""
+
+    @property
+    def agent_host(self) -> str: ...
+
+    @property
+    def agent_port(self) -> int: ...
+
+
+def bind(settings: Address) -> socket.socket:
     """A listening socket on AGENT_HOST:AGENT_PORT, or PortBusy with the fix."""
     host, port = settings.agent_host, settings.agent_port
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -8,6 +8,9 @@ The Redis limiter rides through a Redis restart (REDIS_RECONNECT_SECONDS, tries 
 idempotent, a retry re-adds the same member) and then fails closed: when it cannot decide (Redis down past that
 wait, too slow, its bounded connection pool busy past the wait) the request gets a 503 saying so, never a free
 pass. A limit that holds only while Redis is healthy would not be a limit under the very load it exists for.
+
+redis is imported by the Redis limiter only: direct mode keeps its window in memory, and importing redis cost its
+app process 18 MB (issue 38).
 """
 
 from __future__ import annotations
@@ -18,15 +21,15 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import redis.asyncio as aioredis
 import structlog
-from redis.exceptions import RedisError
 
 from agent.errors import AgentError, DependencyDown
-from agent.redisconn import connection_options, ride_through
 from agent.settings import Settings
+
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
 
 log = structlog.get_logger("agent.security.ratelimit")
 WINDOW_S = 60.0
@@ -107,6 +110,8 @@ class RedisLimiter:
     def __init__(
         self, url: str, per_minute: int, options: dict[str, Any] | None = None, reconnect_seconds: float = 0.0
     ) -> None:
+        import redis.asyncio as aioredis  # here only: see the module's docstring
+
         self.limit, self.reconnect_seconds = per_minute, reconnect_seconds
         pool = aioredis.BlockingConnectionPool.from_url(
             url,
@@ -116,10 +121,14 @@ class RedisLimiter:
             socket_connect_timeout=1.0,
             socket_timeout=WAIT_S,
         )
-        self.redis = aioredis.Redis(connection_pool=pool)
+        self.redis: aioredis.Redis = aioredis.Redis(connection_pool=pool)
         self._script = self.redis.register_script(SLIDING_WINDOW)
 
     async def hit(self, key: str) -> float | None:
+        from redis.exceptions import RedisError  # loaded by __init__ already: a lookup, not an import
+
+        from agent.redisconn import ride_through
+
         args: list[int | str] = [int(WINDOW_S * 1000), self.limit, uuid.uuid4().hex]  # one member for every try
 
         async def once() -> Any:
@@ -149,6 +158,8 @@ def make_limiter(settings: Settings) -> RateLimiter:
     if backend == "auto":
         backend = "redis" if settings.model_backend == "queue" else "memory"
     if backend == "redis":
+        from agent.redisconn import connection_options  # redis with it: only for this limiter
+
         return RedisLimiter(
             settings.redis_url,
             settings.rate_limit_per_minute,
