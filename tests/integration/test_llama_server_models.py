@@ -25,7 +25,7 @@ def test_the_qwen_parts_join_into_the_pinned_gguf(tmp_path: Path) -> None:
     (cache / binary.parent.name).mkdir(parents=True)
     (cache / binary.parent.name / binary.name).symlink_to(binary)
     env = {**os.environ, "LOCAL_AGENT_CACHE": str(cache)}
-    cmd = [REPO / "scripts/llama-server", "--model", "qwen-0.5b"]
+    cmd = [str(REPO / "scripts/llama-server"), "--model", "qwen-0.5b"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=580, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = dict(line.split("=", 1) for line in proc.stdout.split())
