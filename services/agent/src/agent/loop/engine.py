@@ -27,7 +27,7 @@ from agent.backends.base import (
     ToolCallsDelta,
 )
 from agent.checks import mode
-from agent.loop.constrained import DECISION_MAX_TOKENS, decide, decision_schema
+from agent.loop.constrained import DECISION_MAX_TOKENS, answer_prompt, decide, decision_schema
 from agent.loop.constrained import system_prompt as constrained_prompt
 from agent.loop.events import (
     Caller,
@@ -99,8 +99,10 @@ class ToolLoop:
                 # A call written as text may name the tools this round could call: natively the offered ones;
                 # in constrained mode's answer round, the ones its decision could have chosen.
                 watch = open_specs if offered or (constrained and state.force_final) else []
+                # Constrained, a round without schema is the answer round: its own prompt, not the decision's.
+                system = answer_prompt(SYSTEM_PROMPT) if constrained else None
                 state.text_call = False
-                async for event in self._round(state, model, offered, request_id, rnd, watch):
+                async for event in self._round(state, model, offered, request_id, rnd, watch, system):
                     if isinstance(event, ToolCallsDelta):
                         calls.extend(event.calls)
                     elif not (hold and isinstance(event, TextEvent)):
@@ -191,13 +193,17 @@ class ToolLoop:
         request_id: str,
         rnd: int,
         watch: list[ToolSpec],
+        system: str | None = None,
     ) -> AsyncIterator[TextEvent | ThinkingEvent | ToolCallsDelta]:
-        """One streamed round. With `watch`, text that opens like a call written as text is held back until it
-        cannot be one, or until the round ends: then it is either a call of a watched tool (agent.loop.textcall)
-        or sent as the text it is."""
+        """One streamed round (with `system`, under that system prompt instead of the conversation's). With
+        `watch`, text that opens like a call written as text is held back until it cannot be one, or until the
+        round ends: then it is either a call of a watched tool (agent.loop.textcall) or sent as the text it is."""
+        messages = list(state.messages)
+        if system is not None:
+            messages[0] = {"role": "system", "content": system}
         request = RoundRequest(
             model=model,
-            messages=list(state.messages),
+            messages=messages,
             tools=tools,
             options=self.settings.round_options(),
             think=self.settings.think_value(),
