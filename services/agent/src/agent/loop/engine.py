@@ -89,6 +89,7 @@ class ToolLoop:
             open_specs = [] if rnd > max_rounds else [specs[n] for n in selection.names if n not in state.failed]
             offered = None if final else [s.ollama() for s in open_specs] or None
             calls: list[ToolCall] = []
+            state.text_call = False
             if constrained and offered:  # a decision round: one schema, nothing streams to the user
                 choice = await self._decide(state, model, open_specs, request_id, rnd)
                 state.force_final = choice is None  # "answer now": the next round is the free-text answer
@@ -101,7 +102,6 @@ class ToolLoop:
                 watch = open_specs if offered or (constrained and state.force_final) else []
                 # Constrained, a round without schema is the answer round: its own prompt, not the decision's.
                 system = answer_prompt(SYSTEM_PROMPT) if constrained else None
-                state.text_call = False
                 async for event in self._round(state, model, offered, request_id, rnd, watch, system):
                     if isinstance(event, ToolCallsDelta):
                         calls.extend(event.calls)
