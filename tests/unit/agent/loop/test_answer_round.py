@@ -1,6 +1,7 @@
-"""TOOL_CALLING=constrained, the free-text answer round (issue 37): it runs under its own system prompt, not the
-decision's (kept, a real model answered with JSON or a call written as text on 20 of 24 questions), and a call it
-still writes as text runs through the loop's checks like a decided one, then the model decides again."""
+"""The answer round (issue 37). TOOL_CALLING=constrained: the free-text round runs under its own system prompt, not
+the decision's (kept, a real model answered with JSON or a call written as text on 20 of 24 questions), and a call
+it still writes as text runs through the loop's checks like a decided one, then the model decides again. Natively:
+the round without tools runs under the same answer prompt."""
 
 from __future__ import annotations
 
@@ -63,3 +64,11 @@ async def test_a_call_written_as_text_for_a_tool_the_caller_may_not_use_stays_te
     final = events[-1]
     assert isinstance(final, FinalEvent)
     assert box.calls == [] and final.trace == [] and len(backend.requests) == 2 and final.answer == text
+
+
+async def test_natively_the_round_without_tools_is_an_answer_round_with_the_answer_prompt(settings: Settings) -> None:
+    call = [("islem_hacmi", {"symbol": "EURUSD"})]
+    _, (backend, _box) = await run(settings, [call, call, "12 long, 7 short."])  # a repeat: straight to the answer
+    assert backend.requests[2].tools is None
+    assert backend.requests[2].messages[0]["content"] == f"{SYSTEM_PROMPT}\n\n{ANSWER_LINE}"
+    assert backend.requests[0].messages[0]["content"] == SYSTEM_PROMPT  # rounds offering tools keep theirs

@@ -100,8 +100,9 @@ class ToolLoop:
                 # A call written as text may name the tools this round could call: natively the offered ones;
                 # in constrained mode's answer round, the ones its decision could have chosen.
                 watch = open_specs if offered or (constrained and state.force_final) else []
-                # Constrained, a round without schema is the answer round: its own prompt, not the decision's.
-                system = answer_prompt(SYSTEM_PROMPT) if constrained else None
+                # The answer round has its own prompt: constrained, every round without schema; natively, the
+                # round without tools (a real model kept writing calls as text there, issue 37).
+                system = answer_prompt(SYSTEM_PROMPT) if constrained or final else None
                 async for event in self._round(state, model, offered, request_id, rnd, watch, system):
                     if isinstance(event, ToolCallsDelta):
                         calls.extend(event.calls)
