@@ -10,9 +10,10 @@ so a name the caller may not use, or arguments of another tool, cannot be writte
 reach the model as text in the system prompt (the chat template would put them there for `tools`; llama-server
 refuses to mix `tools` with a schema of our own). The chosen call goes through the loop's ordinary checks
 (authorization, schema, duplicates) as a native one would. "answer" is followed by one free-text round without
-schema or tools, which streams as usual, under its own system prompt (`answer_prompt`: the decision line and the
-catalogue left out, plain language asked for); a call it still writes as text is recognised (agent.loop.textcall).
-A reply that does not fit the schema means the server did not enforce it: InvalidDecision, and nothing runs.
+schema or tools, which streams as usual, under its own prompt (agent.loop.prompt.answer_messages: the decision
+line, the catalogue and the history's calls left out, plain language asked for); a call it still writes as text is
+recognised (agent.loop.textcall). A reply that does not fit the schema means the server did not enforce it:
+InvalidDecision, and nothing runs.
 """
 
 from __future__ import annotations
@@ -41,15 +42,6 @@ DECISION_LINE = (
     '{"decision": "call", "tool": NAME, "arguments": {...}} to call one of the tools below.\n'
     'Tek bir JSON nesnesiyle yanıt ver: kullanıcıyı kendin yanıtlamak için {"decision": "answer"}, '
     'aşağıdaki araçlardan birini çağırmak için {"decision": "call", "tool": AD, "arguments": {...}}.'
-)
-# The answer round's own instruction, in place of the decision line and the tool catalogue: with them kept, a small
-# model went on writing decisions, and the final answer was JSON or a call written as text on 20 of 24 questions
-# (Qwen2.5-Coder-1.5B, issue 37).
-ANSWER_LINE = (
-    "Now answer the user yourself, in plain sentences and in the user's language, using the tool results above "
-    "if there are any. Do not write JSON and do not write a tool call.\n"
-    "Şimdi kullanıcıyı kendin yanıtla: kullanıcının dilinde, düz cümlelerle, varsa yukarıdaki araç sonuçlarını "
-    "kullanarak. JSON ya da araç çağrısı yazma."
 )
 SCHEMA_NAME = "decision"
 log = structlog.get_logger("agent.loop.constrained")
@@ -132,11 +124,6 @@ def catalogue(specs: list[ToolSpec]) -> str:
 
 def system_prompt(base: str, specs: list[ToolSpec]) -> str:
     return f"{base}\n\n{DECISION_LINE}\n\n{catalogue(specs)}"
-
-
-def answer_prompt(base: str) -> str:
-    """The system prompt of the free-text answer round: no decision line, no catalogue, the answer asked for."""
-    return f"{base}\n\n{ANSWER_LINE}"
 
 
 def parse(text: str, schema: dict[str, Any], call_id: str, cut_off: bool) -> ToolCall | None:

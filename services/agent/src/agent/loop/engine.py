@@ -27,7 +27,7 @@ from agent.backends.base import (
     ToolCallsDelta,
 )
 from agent.checks import mode
-from agent.loop.constrained import DECISION_MAX_TOKENS, answer_prompt, decide, decision_schema
+from agent.loop.constrained import DECISION_MAX_TOKENS, decide, decision_schema
 from agent.loop.constrained import system_prompt as constrained_prompt
 from agent.loop.events import (
     Caller,
@@ -43,7 +43,7 @@ from agent.loop.events import (
     footer,
     tools_used,
 )
-from agent.loop.prompt import SYSTEM_PROMPT, tool_result_message
+from agent.loop.prompt import SYSTEM_PROMPT, answer_messages, tool_result_message
 from agent.loop.retrieval import Retriever
 from agent.loop.textcall import could_be_call, parse_text_call
 from agent.mcp_client import ToolBox
@@ -102,8 +102,8 @@ class ToolLoop:
                 watch = open_specs if offered or (constrained and state.force_final) else []
                 # The answer round has its own prompt: constrained, every round without schema; natively, the
                 # round without tools (a real model kept writing calls as text there, issue 37).
-                system = answer_prompt(SYSTEM_PROMPT) if constrained or final else None
-                async for event in self._round(state, model, offered, request_id, rnd, watch, system):
+                answer = constrained or final
+                async for event in self._round(state, model, offered, request_id, rnd, watch, answer):
                     if isinstance(event, ToolCallsDelta):
                         calls.extend(event.calls)
                     elif not (hold and isinstance(event, TextEvent)):
@@ -194,14 +194,12 @@ class ToolLoop:
         request_id: str,
         rnd: int,
         watch: list[ToolSpec],
-        system: str | None = None,
+        answer: bool = False,
     ) -> AsyncIterator[TextEvent | ThinkingEvent | ToolCallsDelta]:
-        """One streamed round (with `system`, under that system prompt instead of the conversation's). With
+        """One streamed round (an `answer` round sends the answer round's own prompt, agent.loop.prompt). With
         `watch`, text that opens like a call written as text is held back until it cannot be one, or until the
         round ends: then it is either a call of a watched tool (agent.loop.textcall) or sent as the text it is."""
-        messages = list(state.messages)
-        if system is not None:
-            messages[0] = {"role": "system", "content": system}
+        messages = answer_messages(state.messages, SYSTEM_PROMPT) if answer else list(state.messages)
         request = RoundRequest(
             model=model,
             messages=messages,
