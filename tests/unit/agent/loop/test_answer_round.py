@@ -77,3 +77,12 @@ async def test_natively_the_round_without_tools_is_an_answer_round_with_the_answ
     assert backend.requests[2].tools is None
     assert backend.requests[2].messages[0]["content"] == f"{SYSTEM_PROMPT}\n\n{ANSWER_LINE}"
     assert backend.requests[0].messages[0]["content"] == SYSTEM_PROMPT  # rounds offering tools keep theirs
+
+
+async def test_the_loops_own_note_on_a_repeated_call_is_not_in_the_answer_round(settings: Settings) -> None:
+    call = [("islem_hacmi", {"symbol": "EURUSD"})]
+    _, (backend, _box) = await run(settings, [call, call, "12 long, 7 short."])
+    answer = backend.requests[2].messages
+    assert [m["role"] for m in answer] == ["system", "user", "user"]  # the question and the one real result
+    assert "islem_hacmi result" in answer[2]["content"]
+    assert not any("already made" in m["content"] for m in answer)  # a small model echoed it as its answer

@@ -43,7 +43,7 @@ from agent.loop.events import (
     footer,
     tools_used,
 )
-from agent.loop.prompt import SYSTEM_PROMPT, answer_messages, tool_result_message
+from agent.loop.prompt import LOOP_NOTE, SYSTEM_PROMPT, answer_messages, tool_result_message
 from agent.loop.retrieval import Retriever
 from agent.loop.textcall import could_be_call, parse_text_call
 from agent.mcp_client import ToolBox
@@ -52,6 +52,8 @@ from agent.toolspec import ToolSpec
 from agent_contract.labels import TOOL_CALLED, duration_ms, tool_label
 
 log = structlog.get_logger("agent.loop.engine")
+# Outcomes whose tool message is the loop telling the model what to do next, not a result.
+LOOP_NOTES = frozenset({"duplicate", "failed_before"})
 
 
 def _key(call: ToolCall) -> str:
@@ -126,13 +128,14 @@ class ToolLoop:
                 yield ToolCallEvent(call, rnd)
                 outcome, content = await self._execute(call, specs, caller, state)
                 state.trace.append(TraceEntry(call.name, call.arguments, outcome, rnd, len(content)))
-                state.messages.append(
-                    {
-                        "role": "tool",
-                        "tool_name": call.name,
-                        "content": tool_result_message(call.name, content, self.settings.tool_result_max_chars),
-                    }
-                )
+                message: Message = {
+                    "role": "tool",
+                    "tool_name": call.name,
+                    "content": tool_result_message(call.name, content, self.settings.tool_result_max_chars),
+                }
+                if outcome in LOOP_NOTES:
+                    message[LOOP_NOTE] = True  # the loop's word to the model, not data: the answer round drops it
+                state.messages.append(message)
                 if outcome == "ok":
                     state.results.append((call.name, content))
                 yield ToolResultEvent(call, outcome, content)
