@@ -157,3 +157,15 @@ async def test_the_final_round_without_tools_runs_no_call_written_as_text(settin
     assert isinstance(final, FinalEvent)
     assert len(box.calls) == 3 and backend.requests[-1].tools is None
     assert final.answer.startswith(FENCED)  # nothing offered in that round: it stays text
+
+
+async def test_json_that_is_no_call_after_a_tool_result_is_not_shown_and_the_answer_round_follows(
+    settings: Settings,
+) -> None:
+    pasted = json.dumps(CALL) + '\n({"symbol": "EURUSD", "long": 12, "short": 7})'  # the call again, result pasted
+    events, (backend, box) = await run(settings, [FENCED, pasted, "12 long, 7 short."])
+    final = events[-1]
+    assert isinstance(final, FinalEvent)
+    assert box.calls == [("pozisyon_dagilimi", {"symbol": "EURUSD"})]  # run once: the pasted reply runs nothing
+    assert backend.requests[2].tools is None  # the answer round, under its own prompt
+    assert final.answer == "12 long, 7 short.\n\n---\nTools used: pozisyon_dagilimi" == shown(events)

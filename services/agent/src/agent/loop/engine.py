@@ -91,7 +91,7 @@ class ToolLoop:
             open_specs = [] if rnd > max_rounds else [specs[n] for n in selection.names if n not in state.failed]
             offered = None if final else [s.ollama() for s in open_specs] or None
             calls: list[ToolCall] = []
-            state.text_call = False
+            state.text_call = state.redirected = False
             if constrained and offered:  # a decision round: one schema, nothing streams to the user
                 choice = await self._decide(state, model, open_specs, request_id, rnd)
                 state.force_final = choice is None  # "answer now": the next round is the free-text answer
@@ -112,6 +112,9 @@ class ToolLoop:
                         yield event
                 if state.text_call:  # the answer round called a tool after all: decide again after its result
                     state.force_final = False
+                if state.redirected:  # a reply that was neither a call nor an answer: the answer round next
+                    state.force_final = True
+                    continue
             if not calls or (final and not state.text_call):
                 break
             state.messages.append(
@@ -240,6 +243,12 @@ class ToolLoop:
             state.text_call = True
             log.info("text_tool_call_recognised", tool=call.name, round=rnd)
             yield ToolCallsDelta([call])
+        elif held and not native and state.trace and not answer:
+            # JSON that is no call, after a tool result, in a round that offered tools: the model re-wrote its call
+            # with the result pasted after it (Qwen2.5-Coder-0.5B, 6 of 12 answers). Not shown; the answer round
+            # comes next, under its own prompt.
+            state.redirected = True
+            log.info("text_reply_redirected", round=rnd, chars=len(held))
         elif held:
             for out in _text(state, held):
                 yield out
@@ -330,5 +339,6 @@ class _State:
     finish_reason: str = "stop"
     force_final: bool = False
     text_call: bool = False  # this round's call was written as text (agent.loop.textcall)
+    redirected: bool = False  # this round's reply was JSON but no call, after a tool result: not shown
     retrieval: dict[str, Any] | None = None
     share: str = ""  # the caller's fair-share key, on every round it queues
