@@ -1,9 +1,10 @@
-"""eval-real-engine: the question set through the agent on the real tiny engine (llama-server + SmolLM2-135M),
-native and constrained tool calling, then `agent-eval compare` of the two runs.
+"""eval-real-engine: the question set through the agent on a real engine (llama-server + SmolLM2-135M, or a
+Qwen2.5-Coder model by --model), native and constrained tool calling, then `agent-eval compare` of the two runs.
 
-A 135M model: its accuracy says nothing about a model anyone would deploy. What it shows is what constrained
-decoding guarantees whatever the model (every decision valid) and what a round costs. Usage:
-scripts/eval-real-engine [--modes native,constrained] [--out DIR] [agent-eval run options such as --tag core]
+SmolLM2 is a 135M model: its accuracy says nothing about a model anyone would deploy; it shows what constrained
+decoding guarantees whatever the model (every decision valid) and what a round costs. The Qwen2.5-Coder models
+(qwen-0.5b, qwen-1.5b) do choose tools. Usage: scripts/eval-real-engine [--model smollm2|qwen-0.5b|qwen-1.5b]
+[--modes native,constrained] [--out DIR] [agent-eval run options such as --tag core]
 """
 
 from __future__ import annotations
@@ -13,28 +14,31 @@ import sys
 from pathlib import Path
 
 from agent.eval import cli as eval_cli
-from tests.support.real_engine import MODEL, agent_stack, engine
+from tests.support.real_engine import agent_stack, engine, served_name
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--model", default="smollm2", help="scripts/llama-server's --model")
     parser.add_argument("--modes", default="native,constrained")
-    parser.add_argument("--out", type=Path, default=Path("evals/results/smollm2"))
+    parser.add_argument("--out", type=Path, default=None, help="default evals/results/MODEL")
     parser.add_argument("--ctx", type=int, default=8192)
     parser.add_argument("--n-predict", type=int, default=96, help="the engine's token limit per round")
     args, rest = parser.parse_known_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    with engine(args.ctx, args.n_predict) as url:
+    out_root: Path = args.out or Path("evals/results") / args.model
+    name = served_name(args.model)
+    with engine(args.ctx, args.n_predict, args.model) as url:
         for mode in modes:
-            with agent_stack(url, mode) as api:
-                out = args.out / mode
-                code = eval_cli.main(["run", "--base-url", api, "--model", MODEL, "--tool-calling", mode,
+            with agent_stack(url, mode, model_name=name) as api:
+                out = out_root / mode
+                code = eval_cli.main(["run", "--base-url", api, "--model", name, "--tool-calling", mode,
                                       "--out", str(out), *rest])  # fmt: skip
                 if code not in (0, 1):
                     return code
     if len(modes) == 2:
-        before, after = (args.out / m / "smollm2_135m.json" for m in modes)
-        return eval_cli.main(["compare", str(before), str(after), "--out", str(args.out / "compare.md")])
+        before, after = (out_root / m / f"{eval_cli.slug(name)}.json" for m in modes)
+        return eval_cli.main(["compare", str(before), str(after), "--out", str(out_root / "compare.md")])
     return 0
 
 

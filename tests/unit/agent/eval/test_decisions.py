@@ -61,3 +61,45 @@ def test_a_run_for_one_mode_is_refused_against_an_agent_in_the_other() -> None:
     assert decisions.check_mode(None, {}) is None
     with pytest.raises(EvalError, match="TOOL_CALLING=constrained"):
         decisions.check_mode("constrained", {"tool_calling": "native"})
+
+
+@pytest.mark.parametrize(
+    ("answer", "plain"),
+    [
+        ("12 deposits today, 4,500 USD in all.\n\n---\nTools used: depozit_ozeti", True),
+        ("Bugün 12 para yatırma işlemi var.", True),
+        ("Here is an example:\n```python\nprint([x for x in range(3)])\n```", True),
+        ("42", True),  # a number is JSON too, and still an answer a person reads
+        ('{"decision": "answer"}', False),
+        ('Sure. {"decision": "call", "tool": "x", "arguments": {}}', False),
+        ('```json\n{"name": "depozit_ozeti", "arguments": {}}\n```', False),
+        ('{"deposits": 12, "total": 4500}\n\n---\nTools used: depozit_ozeti', False),
+        ('```json\n[{"symbol": "EURUSD", "long": 12}]\n```', False),
+        ("   ", False),
+    ],
+    ids=[
+        "prose",
+        "turkish",
+        "code-in-prose",
+        "number",
+        "decision",
+        "decision-in-prose",
+        "fenced-call",
+        "json-object",
+        "fenced-array",
+        "empty",
+    ],
+)
+def test_an_answer_is_plain_text_unless_it_is_json_a_decision_or_a_call(answer: str, plain: bool) -> None:
+    assert decisions.plain_text(answer) is plain
+
+
+def test_plain_text_is_scored_beside_validity_and_compared() -> None:
+    prose, as_json = record("a", [], []), record("b", [], [])
+    prose.answer, as_json.answer = "Hello.", '{"decision": "answer"}'
+    scores = decisions.score([prose, as_json, record("down", [], [], error="HTTP 503: down")])
+    assert scores["plain_text"] == {"correct": 1, "total": 2, "rate": 0.5}  # a request not answered is not counted
+    before, after = run_of([as_json], tool_calling="constrained"), run_of([prose], tool_calling="constrained")
+    assert "| Answer is plain text (not JSON, no call or decision written out) | 0/1 (0.0%) |" in render_run(before)
+    text = render_comparison(compare(before, after), "b.json", "a.json")
+    assert "| decisions.plain_text | 0/1 (0.0%) | 1/1 (100.0%) |" in text

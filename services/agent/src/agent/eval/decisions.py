@@ -8,11 +8,14 @@ decision did not fit the schema (TOOL_CALLING=constrained, code `invalid_decisio
 
 The four questions: is a tool called when one is needed (and only then), is it the right one, are its arguments
 valid, and is its result used in the answer (the grounding score). Read from the trace, never from answer text,
-except the call-as-text check.
+except the call-as-text check and, beside validity, whether the answer is plain text: what a person reads is prose,
+not empty, not a JSON object or array (bare or fenced), not a decision or a call written out (issue 37: with every
+decision valid, the answer was JSON on 20 of 24 questions).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -28,10 +31,26 @@ CALL_AS_TEXT = re.compile(
     r"<tool_call>|\{\s*\"(?:name|tool|function)\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\""
 )
 MODES = ("native", "constrained")
+DECISION_AS_TEXT = re.compile(r"\{\s*\"decision\"\s*:")
+FENCED = re.compile(r"```[A-Za-z]*[ \t]*\n(?P<body>.*?)\n?[ \t]*```", re.DOTALL)
 
 
 def call_as_text(answer: str) -> bool:
     return bool(CALL_AS_TEXT.search(answer.split(FOOTER)[0]))
+
+
+def plain_text(answer: str) -> bool:
+    """The answer (before the tools footer) is prose a person can read: not empty, no call or decision written out,
+    and not wholly a JSON object or array, bare or in one fence."""
+    body = answer.split(FOOTER)[0].strip()
+    if not body or call_as_text(body) or DECISION_AS_TEXT.search(body):
+        return False
+    fenced = FENCED.fullmatch(body)
+    try:
+        value = json.loads(fenced.group("body") if fenced else body)
+    except ValueError:
+        return True
+    return not isinstance(value, dict | list)
 
 
 def _rate(correct: int, total: int) -> dict[str, Any]:
@@ -56,6 +75,7 @@ def score(records: list[Record]) -> dict[str, Any]:
     return {
         "validity": _rate(sum(v for v, _ in tallies), sum(n for _, n in tallies)),
         "calls_as_text": sum(call_as_text(r.answer) for r in answered),
+        "plain_text": _rate(sum(plain_text(r.answer) for r in answered), len(answered)),
         "called_when_needed": _rate(sum(bool(r.calls) == r.needs_tool for r in answered), len(answered)),
         "right_name": _rate(sum(all(t in r.called() for t in r.expect) for r in needing_called), len(needing_called)),
         "valid_arguments": _rate(sum(c.outcome != "invalid_arguments" for c in real_calls), len(real_calls)),
@@ -66,6 +86,7 @@ def score(records: list[Record]) -> dict[str, Any]:
 
 LABELS = {
     "validity": "Validity: decisions with a real, offered tool and schema-valid arguments",
+    "plain_text": "Answer is plain text (not JSON, no call or decision written out)",
     "called_when_needed": "1. A tool called when needed, and only then",
     "right_name": "2. The right tool (questions needing one that got a call)",
     "valid_arguments": "3. Valid arguments (calls to a real tool)",

@@ -10,8 +10,10 @@ so a name the caller may not use, or arguments of another tool, cannot be writte
 reach the model as text in the system prompt (the chat template would put them there for `tools`; llama-server
 refuses to mix `tools` with a schema of our own). The chosen call goes through the loop's ordinary checks
 (authorization, schema, duplicates) as a native one would. "answer" is followed by one free-text round without
-schema or tools, which streams as usual. A reply that does not fit the schema means the server did not enforce
-it: InvalidDecision, and nothing runs.
+schema or tools, which streams as usual, under its own prompt (agent.loop.prompt.answer_messages: the decision
+line, the catalogue and the history's calls left out, plain language asked for); a call it still writes as text is
+recognised (agent.loop.textcall). A reply that does not fit the schema means the server did not enforce it:
+InvalidDecision, and nothing runs.
 """
 
 from __future__ import annotations

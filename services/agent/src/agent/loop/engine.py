@@ -43,14 +43,17 @@ from agent.loop.events import (
     footer,
     tools_used,
 )
-from agent.loop.prompt import SYSTEM_PROMPT, tool_result_message
+from agent.loop.prompt import LOOP_NOTE, SYSTEM_PROMPT, answer_messages, tool_result_message
 from agent.loop.retrieval import Retriever
+from agent.loop.textcall import could_be_call, parse_text_call
 from agent.mcp_client import ToolBox
 from agent.settings import Settings
 from agent.toolspec import ToolSpec
 from agent_contract.labels import TOOL_CALLED, duration_ms, tool_label
 
 log = structlog.get_logger("agent.loop.engine")
+# Outcomes whose tool message is the loop telling the model what to do next, not a result.
+LOOP_NOTES = frozenset({"duplicate", "failed_before"})
 
 
 def _key(call: ToolCall) -> str:
@@ -85,22 +88,34 @@ class ToolLoop:
         while True:
             rnd += 1
             final = rnd > max_rounds or state.force_final
-            offered = None if final else [specs[n].ollama() for n in selection.names if n not in state.failed] or None
+            open_specs = [] if rnd > max_rounds else [specs[n] for n in selection.names if n not in state.failed]
+            offered = None if final else [s.ollama() for s in open_specs] or None
             calls: list[ToolCall] = []
+            state.text_call = state.redirected = False
             if constrained and offered:  # a decision round: one schema, nothing streams to the user
-                open_specs = [specs[n] for n in selection.names if n not in state.failed]
                 choice = await self._decide(state, model, open_specs, request_id, rnd)
                 state.force_final = choice is None  # "answer now": the next round is the free-text answer
                 calls = [choice] if choice is not None else []
                 if not calls:
                     continue
             else:
-                async for event in self._round(state, model, offered, request_id, rnd):
+                # A call written as text may name the tools this round could call: natively the offered ones;
+                # in constrained mode's answer round, the ones its decision could have chosen.
+                watch = open_specs if offered or (constrained and state.force_final) else []
+                # The answer round has its own prompt: constrained, every round without schema; natively, the
+                # round without tools (a real model kept writing calls as text there, issue 37).
+                answer = constrained or final
+                async for event in self._round(state, model, offered, request_id, rnd, watch, answer):
                     if isinstance(event, ToolCallsDelta):
                         calls.extend(event.calls)
                     elif not (hold and isinstance(event, TextEvent)):
                         yield event
-            if final or not calls:
+                if state.text_call:  # the answer round called a tool after all: decide again after its result
+                    state.force_final = False
+                if state.redirected:  # a reply that was neither a call nor an answer: the answer round next
+                    state.force_final = True
+                    continue
+            if not calls or (final and not state.text_call):
                 break
             state.messages.append(
                 {
@@ -116,13 +131,14 @@ class ToolLoop:
                 yield ToolCallEvent(call, rnd)
                 outcome, content = await self._execute(call, specs, caller, state)
                 state.trace.append(TraceEntry(call.name, call.arguments, outcome, rnd, len(content)))
-                state.messages.append(
-                    {
-                        "role": "tool",
-                        "tool_name": call.name,
-                        "content": tool_result_message(call.name, content, self.settings.tool_result_max_chars),
-                    }
-                )
+                message: Message = {
+                    "role": "tool",
+                    "tool_name": call.name,
+                    "content": tool_result_message(call.name, content, self.settings.tool_result_max_chars),
+                }
+                if outcome in LOOP_NOTES:
+                    message[LOOP_NOTE] = True  # the loop's word to the model, not data: the answer round drops it
+                state.messages.append(message)
                 if outcome == "ok":
                     state.results.append((call.name, content))
                 yield ToolResultEvent(call, outcome, content)
@@ -177,11 +193,22 @@ class ToolLoop:
         return await decide(self.backend, request, state.usage)
 
     async def _round(
-        self, state: _State, model: str, tools: list[dict[str, Any]] | None, request_id: str, rnd: int
+        self,
+        state: _State,
+        model: str,
+        tools: list[dict[str, Any]] | None,
+        request_id: str,
+        rnd: int,
+        watch: list[ToolSpec],
+        answer: bool = False,
     ) -> AsyncIterator[TextEvent | ThinkingEvent | ToolCallsDelta]:
+        """One streamed round (an `answer` round sends the answer round's own prompt, agent.loop.prompt). With
+        `watch`, text that opens like a call written as text is held back until it cannot be one, or until the
+        round ends: then it is either a call of a watched tool (agent.loop.textcall) or sent as the text it is."""
+        messages = answer_messages(state.messages, SYSTEM_PROMPT) if answer else list(state.messages)
         request = RoundRequest(
             model=model,
-            messages=list(state.messages),
+            messages=messages,
             tools=tools,
             options=self.settings.round_options(),
             think=self.settings.think_value(),
@@ -190,22 +217,41 @@ class ToolLoop:
             share=state.share,
         )
         state.round_text = ""
+        held, holding, native = "", bool(watch), False
         async for event in self.backend.stream_round(request):
             if isinstance(event, TextDelta):
-                if not state.round_text and state.answer:
-                    state.answer += "\n\n"
-                    yield TextEvent("\n\n")
-                state.round_text += event.text
-                state.answer += event.text
-                yield TextEvent(event.text)
+                if holding:
+                    held += event.text
+                    if could_be_call(held):
+                        continue
+                    holding, text, held = False, held, ""
+                else:
+                    text = event.text
+                for out in _text(state, text):
+                    yield out
             elif isinstance(event, ThinkingDelta):
                 yield ThinkingEvent(event.text)
             elif isinstance(event, ToolCallsDelta):
+                native = True
                 yield event
             elif isinstance(event, RoundDone):
                 state.usage.prompt_tokens += event.prompt_tokens
                 state.usage.completion_tokens += event.completion_tokens
                 state.finish_reason = "length" if event.done_reason == "length" else "stop"
+        call = None if native or not held else parse_text_call(held, watch, f"call_{request_id or 'r'}_{rnd}")
+        if call is not None:
+            state.text_call = True
+            log.info("text_tool_call_recognised", tool=call.name, round=rnd)
+            yield ToolCallsDelta([call])
+        elif held and not native and state.trace and not answer:
+            # JSON that is no call, after a tool result, in a round that offered tools: the model re-wrote its call
+            # with the result pasted after it (Qwen2.5-Coder-0.5B, 6 of 12 answers). Not shown; the answer round
+            # comes next, under its own prompt.
+            state.redirected = True
+            log.info("text_reply_redirected", round=rnd, chars=len(held))
+        elif held:
+            for out in _text(state, held):
+                yield out
 
     async def _execute(
         self, call: ToolCall, specs: dict[str, ToolSpec], caller: Caller, state: _State
@@ -268,6 +314,18 @@ class ToolLoop:
         return outcome, result.text
 
 
+def _text(state: _State, text: str) -> list[TextEvent]:
+    """The round's text as it reaches the user (a blank line between two rounds' texts), kept in the answer."""
+    events = []
+    if not state.round_text and state.answer:
+        state.answer += "\n\n"
+        events.append(TextEvent("\n\n"))
+    state.round_text += text
+    state.answer += text
+    events.append(TextEvent(text))
+    return events
+
+
 @dataclass
 class _State:
     messages: list[Message]
@@ -280,5 +338,7 @@ class _State:
     round_text: str = ""
     finish_reason: str = "stop"
     force_final: bool = False
+    text_call: bool = False  # this round's call was written as text (agent.loop.textcall)
+    redirected: bool = False  # this round's reply was JSON but no call, after a tool result: not shown
     retrieval: dict[str, Any] | None = None
     share: str = ""  # the caller's fair-share key, on every round it queues
