@@ -11,10 +11,9 @@ from prometheus_client import REGISTRY
 
 from agent.backends.base import RoundEvent, RoundRequest
 from agent.queue import client, depth, keys
-from agent.queue.client import QueueBackend, _Round
+from agent.queue.client import QueueBackend, _Round, queue_for
 from agent.queue.depth import estimate_retry_after
 from agent.queue.registry import capacity
-from agent.queue.rounds import queue_for
 from agent.settings import Settings
 
 

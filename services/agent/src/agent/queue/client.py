@@ -28,7 +28,7 @@ from redis.exceptions import RedisError
 from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict
 from agent.errors import DependencyDown, QueueTimeout
 from agent.metrics import QUEUE_WAIT, REJECTED
-from agent.queue import admit, keys, rounds
+from agent.queue import admit, keys
 from agent.queue.depth import DepthGauge, estimate_retry_after, refusal, share_refusal
 from agent.queue.events import error_from
 from agent.queue.guard import RoundSigner
@@ -45,6 +45,27 @@ NO_WORKER_GRACE = 5.0  # queued rounds survive a worker restart this long
 JOB_MARGIN_S = 30  # RQ's job timeout: the round's own limits (slot wait, generation) plus this; a backstop
 
 log = structlog.get_logger("agent.queue.client")
+
+
+def queue_for(request: RoundRequest, continuing_first: bool = True) -> str:
+    """Rounds of conversations under way (round > 1) go on the queue every worker reads first;
+    client task rounds on the one read last."""
+    if request.priority == "task":
+        return keys.QUEUE_TASKS
+    return keys.QUEUE_CONTINUING if continuing_first and request.round > 1 else keys.QUEUE_NEW
+
+
+class WorkerLost(Exception):
+    """The worker holding a round stopped answering (killed, crashed, or cut off from Redis)."""
+
+
+def raise_if_cancelled() -> None:
+    """Re-raise a cancellation the Redis client swallowed. redis-py's asyncio client sometimes returns normally
+    from a blocking XREAD that was cancelled (measured with redis-py 8.1: 5 of 300 cancels): the round of a client
+    gone while queued then ran anyway. The task still counts the request (Task.cancelling), so ask it."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 class Phase(StrEnum):
@@ -104,7 +125,7 @@ class QueueBackend:
                 async for event in self._follow(rnd):
                     yield event
                 return
-            except rounds.WorkerLost as exc:
+            except WorkerLost as exc:
                 if retried or rnd.forwarded or request.priority == "task" or not await self.workers.live(fresh=True):
                     raise DependencyDown(
                         f"agent-worker stopped mid-round ({exc}); the answer is incomplete. "
@@ -166,7 +187,7 @@ class QueueBackend:
     async def _push(self, rnd: _Round, front: bool) -> admit.Admission:
         """Save the job and admit it in one script (agent.queue.admit). A user round preempts the client task
         rounds under way in the same step (their tasks are answered locally); a task round joins them."""
-        name = keys.QUEUE_CONTINUING if front else rounds.queue_for(rnd.request, self.continuing_first)
+        name = keys.QUEUE_CONTINUING if front else queue_for(rnd.request, self.continuing_first)
         settings = self.settings
         lifetime = math.ceil(settings.queue_timeout_seconds + settings.round_timeout_seconds) + JOB_MARGIN_S
         spec = admit.JobSpec(
@@ -197,7 +218,7 @@ class QueueBackend:
             stream = RoundReader(self.redis, rnd.job_id, self.hosts)
             while True:
                 entries = await stream.read(count=512, block_ms=BLOCK_MS)
-                rounds.raise_if_cancelled()
+                raise_if_cancelled()
                 now = time.monotonic()
                 if stream.host is not None and rnd.phase is Phase.QUEUED:
                     rnd.phase = Phase.ACCEPTED  # claimed: its worker pings from now on
@@ -212,7 +233,7 @@ class QueueBackend:
                 if not entries or now - checked >= CHECK_EVERY:
                     checked = now
                     await self._check(rnd, now, last_seen)
-                    rounds.raise_if_cancelled()
+                    raise_if_cancelled()
         except RedisError as exc:
             raise self.workers.redis_down(exc) from exc
 
@@ -252,7 +273,7 @@ class QueueBackend:
             )
         if rnd.phase is not Phase.QUEUED:
             if now - last_seen > WORKER_LOST_AFTER:
-                raise rounds.WorkerLost(f"no heartbeat for {now - last_seen:.1f} s")
+                raise WorkerLost(f"no heartbeat for {now - last_seen:.1f} s")
             return
         pipe = self.redis.pipeline(transaction=False)
         for key in keys.RQ_QUEUE_KEYS:
@@ -260,7 +281,7 @@ class QueueBackend:
         if not any(pos is not None for pos in await pipe.execute()):
             rnd.vanished = rnd.vanished or now
             if now - rnd.vanished > VANISHED_AFTER:
-                raise rounds.WorkerLost("the job left the queue but its worker never reported")
+                raise WorkerLost("the job left the queue but its worker never reported")
         if await self.workers.live():
             rnd.no_worker_since = None
             return
