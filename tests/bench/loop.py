@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.bench import first_token, tool_round
+from tests.bench import first_token, memory, tool_round
 from tests.bench.stats import summary_ms
 from tests.support import round_keys
 from tests.support.procs import free_port, running
@@ -37,17 +37,8 @@ def main() -> None:
         "DATA_DIR": str(tmp),
         "LOG_LEVEL": "WARNING",
     }
-    agent_env = {
+    agent_env = memory.agent_env(tmp, o_url, f"http://127.0.0.1:{m_port}/mcp", token) | {
         "AGENT_PORT": str(a_port),
-        "OLLAMA_URL": o_url,
-        "MCP_URL": f"http://127.0.0.1:{m_port}/mcp",
-        "MCP_TOKEN": token,
-        "MODEL_BACKEND": "direct",
-        "LOG_LEVEL": "WARNING",
-        "AGENT_AUTH": "none",
-        "ANONYMOUS_ROLE": "admin",
-        "RATE_LIMIT_PER_MINUTE": "0",
-        "AUDIT_DIR": str(tmp / "audit"),
         "THINK": "false",  # issue 29's case: thinking off, so a held model's content is the whole answer
         "EXTRA_MODELS": "qwen3:8b",  # a hybrid Qwen3: not in THINK_HOLDBACK_MODELS, its answer streams
     }
