@@ -210,6 +210,7 @@ async def audited(
     except AgentError as exc:  # the client reads exc.client_message; the operator's detail is logged here
         status, error = exc.status, exc.code or type(exc).__name__
         log.warning("request_failed", status=exc.status, error=type(exc).__name__, message=exc.message)
+        request.state.failure_logged = True  # the exception handler answering it must not log it again
         raise
     except BaseException as exc:  # cancelled by a client that left, or a bug: still one record
         if trail.answer_sha256 is None or isinstance(exc, Exception):  # closed after the answer: it was served
