@@ -4,6 +4,7 @@ answers the HTTP error — so an operator counting `request_failed` lines counte
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from tests.unit.agent.security.test_auth import api, bearer, settings_for
 DOWN = "Ollama is unreachable at http://ollama:11434"
 
 
-def failures(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def failures(logs: list[MutableMapping[str, Any]]) -> list[MutableMapping[str, Any]]:
     return [line for line in logs if line["log_level"] in ("warning", "error", "critical")]
 
 
