@@ -28,6 +28,7 @@ from agent.backends.base import (
 )
 from agent.backends.stream import RoundTimer, Trace, json_object, text_events, traced, transport_errors
 from agent.backends.thinking import ThinkFilter
+from agent.context import RequestContext
 from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError, UpstreamTimeout
 
 
@@ -202,7 +203,9 @@ class OllamaBackend:
     def _stream(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
         return stream_chat(self.http, self.url, request, self._holdback(request.model))
 
-    async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
+    async def stream_round(
+        self, request: RoundRequest, context: RequestContext | None = None
+    ) -> AsyncIterator[RoundEvent]:
         """One round from this process; it is the one talking to the model, so it records the model metrics.
 
         ROUND_TIMEOUT_SECONDS bounds the whole round, as the worker's does: httpx's timeout is per read, so a
