@@ -24,7 +24,7 @@ from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 
 from agent.backends.base import RoundRequest
 from agent.queue import admit, jobs, keys
-from agent.queue.running import SENDING, Runtime, execute_round, mark_sent
+from agent.queue.running import Runtime, execute_round, sent_trace
 from agent.settings import Settings, get_settings
 from tests.fakes.control import FakeOllama, serve_in_loop
 from tests.fakes.fake_ollama import FakeState
@@ -83,7 +83,7 @@ async def runtime(queue_redis: RedisServer, conn: aioredis.Redis) -> AsyncIterat
     """A runtime on the test's own loop (what a slot process builds on its loop thread) and the scripted model."""
     state = FakeState()
     state.configure({"default": {"content": "one two three"}, "token_delay": 0.01})
-    async with serve_in_loop(state) as url, httpx.AsyncClient(event_hooks={"request": [mark_sent]}) as http:
+    async with serve_in_loop(state) as url, httpx.AsyncClient() as http:
         yield Runtime(settings(queue_redis.port, url), "worker-a", asyncio.get_running_loop(), conn, http), state
 
 
@@ -127,10 +127,9 @@ async def test_a_round_waits_for_a_slot_another_worker_holds_and_takes_it_when_f
 
 async def test_the_model_client_tells_a_round_when_its_request_is_written() -> None:
     calls: list[str] = []
-    async with serve_in_loop() as url, httpx.AsyncClient(event_hooks={"request": [mark_sent]}) as http:
-        await http.get(f"{url}/api/version")  # no round in this task: nothing to tell
-        SENDING.set(lambda: calls.append("sent"))
-        response = await http.get(f"{url}/api/version")
+    async with serve_in_loop() as url, httpx.AsyncClient() as http:
+        await http.get(f"{url}/api/version")  # another request on the same client: nothing to tell
+        response = await http.get(f"{url}/api/version", extensions={"trace": sent_trace(lambda: calls.append("sent"))})
         assert response.status_code == 200
         assert calls == ["sent"]  # once, when its request was written
 

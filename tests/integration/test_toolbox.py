@@ -1,8 +1,10 @@
-"""The agent's MCP client against a real MCP server over streamable HTTP: per-tool timeout, list cache."""
+"""The agent's MCP client against a real MCP server over streamable HTTP: per-tool timeout, list cache, the request
+context each call carries."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Iterator
 
@@ -10,9 +12,12 @@ import pytest
 import structlog.testing
 import uvicorn
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 
+from agent.context import RequestContext
 from agent.mcp_client import ToolBox
+from agent_contract.headers import Caller
 from agent_contract.policy import Policy
 from tests.support.procs import free_port, wait_until
 
@@ -86,3 +91,34 @@ async def test_a_policy_naming_a_tool_the_server_lacks_is_logged_once(slow_serve
         await box.aclose()
     (entry,) = [e for e in logs if e["event"] == "policy_names_unknown_tools"]
     assert entry["log_level"] == "error" and entry["unknown"] == ["sleppy"] and entry["policy"] == "p.yaml"
+
+
+async def test_each_call_carries_the_request_context_it_is_given_and_no_other(
+    slow_server: tuple[str, MCPServer],
+) -> None:
+    """The request id and the caller reach the MCP server as a parameter of the call (agent.context), not from
+    ambient state: two requests' calls at once on one connection carry their own each, a call for no request
+    neither."""
+    url, server = slow_server
+    names = ("x-request-id", "x-agent-user", "x-agent-role")
+
+    @server.tool()
+    async def heard(ctx: Context) -> str:
+        """The agent's headers this call came with."""
+        return json.dumps({name: (ctx.headers or {}).get(name) for name in names})
+
+    box = ToolBox(url, None, timeout=5, cache_seconds=60)
+    ayse = RequestContext("rid-ayse", Caller("ayşe@example.com", "desk"))
+    try:
+        answers = await asyncio.gather(
+            box.call("heard", {}, ayse), box.call("heard", {}, RequestContext("rid-boss", Caller("boss", "admin")))
+        )
+        alone = await box.call("heard", {})
+    finally:
+        server.remove_tool("heard")
+        await box.aclose()
+    assert [json.loads(a.text) for a in answers] == [
+        dict(zip(names, ["rid-ayse", "ay%C5%9Fe%40example.com", "desk"], strict=True)),
+        dict(zip(names, ["rid-boss", "boss", "admin"], strict=True)),
+    ]
+    assert json.loads(alone.text) == dict.fromkeys(names)

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from agent.api.app import create_app
+from agent.context import RequestContext
 from agent.security.audit_check import records
 from agent.toolspec import ArgumentRules, ToolResult, ToolSpec
 from tests.unit.agent.conftest import ScriptedBackend
@@ -35,13 +36,13 @@ class Box:
             ToolSpec("notlari_getir", "notes", loose, ArgumentRules(free_text=frozenset({"contains"}))),
         ]
 
-    async def list_tools(self, refresh: bool = False) -> list[ToolSpec]:
+    async def list_tools(self, refresh: bool = False, context: RequestContext | None = None) -> list[ToolSpec]:
         return self.specs
 
     def audit_rules(self, name: str) -> ArgumentRules:
         return next(s.audit for s in self.specs if s.name == name)
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    async def call(self, name: str, arguments: dict[str, Any], context: RequestContext | None = None) -> ToolResult:
         return ToolResult(False, FOUND if name == "musteri_bakiyesi" else NOTES)
 
     async def problem(self) -> str | None:

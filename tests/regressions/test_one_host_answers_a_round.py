@@ -21,7 +21,8 @@ import redis
 import structlog.testing
 from redis.exceptions import NoPermissionError
 
-from agent.backends.base import TextDelta, ran_by
+from agent.backends.base import TextDelta
+from agent.context import RequestContext
 from agent.errors import RoundIntruded
 from agent.queue import keys
 from agent.queue.client import QueueBackend
@@ -89,16 +90,15 @@ def claimed_by(group: Workers) -> tuple[str, str]:
 async def outcome(backend: QueueBackend, text: str = "hello") -> tuple[list[str], BaseException | None, list[str]]:
     """Run one round as the tool loop does, within a request: the text it yielded, how it ended, and the hosts the
     request's audit record would name."""
-    workers: list[str] = []
-    ran_by.set(workers)
+    context = RequestContext("rid")
     texts: list[str] = []
     try:
-        async for event in backend.stream_round(request(text)):
+        async for event in backend.stream_round(request(text), context):
             if isinstance(event, TextDelta):
                 texts.append(event.text)
     except Exception as exc:
-        return texts, exc, workers
-    return texts, None, workers
+        return texts, exc, context.workers
+    return texts, None, context.workers
 
 
 def test_a_worker_password_cannot_learn_a_queued_rounds_id_write_another_hosts_stream_or_undo_a_claim(

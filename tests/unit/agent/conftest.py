@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, TextDelta, ToolCall, ToolCallsDelta
+from agent.context import RequestContext
 from agent.settings import Settings
 from agent.toolspec import ArgumentRules, ToolResult, ToolSpec
 
@@ -20,9 +21,13 @@ class ScriptedBackend:
     def __init__(self, replies: list[Any]) -> None:
         self.replies = list(replies)
         self.requests: list[RoundRequest] = []
+        self.contexts: list[RequestContext | None] = []  # the request context each round was given
 
-    async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
+    async def stream_round(
+        self, request: RoundRequest, context: RequestContext | None = None
+    ) -> AsyncIterator[RoundEvent]:
         self.requests.append(request)
+        self.contexts.append(context)
         reply = self.replies.pop(0) if self.replies else "done"
         if isinstance(reply, Exception):
             raise reply
@@ -53,12 +58,14 @@ class MemoryToolBox:
         self.fail = fail or set()
         self.slow = slow or set()
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.contexts: list[RequestContext | None] = []  # the request context each call was given
 
-    async def list_tools(self, refresh: bool = False) -> list[ToolSpec]:
+    async def list_tools(self, refresh: bool = False, context: RequestContext | None = None) -> list[ToolSpec]:
         return self.specs
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    async def call(self, name: str, arguments: dict[str, Any], context: RequestContext | None = None) -> ToolResult:
         self.calls.append((name, arguments))
+        self.contexts.append(context)
         if name in self.slow:  # as the real ToolBox reports a tool past TOOL_TIMEOUT_SECONDS
             return ToolResult(True, f"{name} took too long.", timed_out=True)
         if name in self.fail:

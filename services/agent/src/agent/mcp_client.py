@@ -7,17 +7,23 @@ A restarting tool server costs a call latency, not its answer: a call whose requ
 or the reconnect failed) waits up to `reconnect_seconds` for the server to accept the agent again and is sent
 once more. A call whose request bytes had started to go out is never repeated: the tool may have run (some
 write, like `not_kaydet`), so that failure is reported instead.
+
+Each call is given its request's RequestContext: its HTTP request carries that request's id and caller. The MCP
+SDK's `call_tool` and `list_tools` take neither headers nor httpx extensions, and its transport sends each request
+in the caller's contextvars context (`post_writer`: `sender_ctx.run`): that is the SDK's only way from a call to its
+HTTP request, so `_current` carries the call (its context and whether it went out) for exactly that one SDK call,
+set and reset here. It is this module's own, never read or set by another layer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import functools
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import httpx2
@@ -25,33 +31,33 @@ import structlog
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from agent.context import RequestContext
 from agent.errors import DependencyDown
 from agent.toolspec import ArgumentRules, ToolResult, ToolSpec
 from agent_contract import headers
-from agent_contract.headers import Caller
 from agent_contract.policy import Policy
 
 log = structlog.get_logger("agent.mcp_client")
-request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
-# The authenticated caller: forwarded so the MCP server checks the same policy again.
-identity_var: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("identity", default=None)
 RECONNECT_POLL = 0.25  # s between attempts to reach a restarting MCP server
 CONNECT_WAIT = 10.0  # s at least for the MCP handshake: a short TOOL_TIMEOUT_SECONDS bounds tools, not a busy start
 
 
-class _Delivery:
-    """Whether a tool call's HTTP request started to go out (then it may have run and must not be repeated)."""
+class _Call:
+    """One SDK call under way: the request it is made for, and whether its HTTP request started to go out (then
+    a tool may have run and must not be repeated)."""
 
-    sent = False
+    def __init__(self, context: RequestContext | None) -> None:
+        self.context = context
+        self.sent = False
 
 
-# Set around one call_tool: the MCP SDK sends each request in the caller's context, so the request hook sees it.
-_delivery_var: contextvars.ContextVar[_Delivery | None] = contextvars.ContextVar("mcp_delivery", default=None)
+# The SDK call under way in this task, set only around it (_calling): see the module docstring.
+_current: ContextVar[_Call | None] = ContextVar("mcp_call", default=None)
 
 
-async def _note_sending(delivery: _Delivery, event: str, info: dict[str, Any]) -> None:
+async def _note_sending(call: _Call, event: str, info: dict[str, Any]) -> None:
     if event.startswith("http11.send_request_headers") or event.startswith("http2.send_request_headers"):
-        delivery.sent = True
+        call.sent = True
 
 
 class ToolBox:
@@ -87,13 +93,15 @@ class ToolBox:
         async def add_request_id(request: httpx2.Request) -> None:
             if token := self.token():
                 request.headers[headers.AUTHORIZATION] = f"Bearer {token}"
-            if request_id_var.get():
-                request.headers[headers.REQUEST_ID] = request_id_var.get()
-            identity = identity_var.get()
-            if identity is not None:
-                request.headers.update(identity.headers())
-            if (delivery := _delivery_var.get()) is not None:
-                request.extensions["trace"] = functools.partial(_note_sending, delivery)
+            if (call := _current.get()) is None:
+                return  # the connection's own requests (the handshake, its stream): no request's
+            request.extensions["trace"] = functools.partial(_note_sending, call)
+            if call.context is None:
+                return
+            if call.context.request_id:
+                request.headers[headers.REQUEST_ID] = call.context.request_id
+            if call.context.identity is not None:
+                request.headers.update(call.context.identity.headers())
 
         async def note_refusal(response: httpx2.Response) -> None:
             # The MCP SDK turns a 401 into "Server returned an error response": keep the status to name it.
@@ -163,17 +171,20 @@ class ToolBox:
         self._stop.set()
         self._client = None
 
-    async def list_tools(self, refresh: bool = False, wait: bool = True) -> list[ToolSpec]:
-        """The server's tools, cached for cache_seconds. Listing changes nothing, so a failed list is tried again:
-        at once (a connection a restart closed), and with `wait` until the server is back (reconnect_seconds)."""
+    async def list_tools(
+        self, refresh: bool = False, wait: bool = True, context: RequestContext | None = None
+    ) -> list[ToolSpec]:
+        """The server's tools, cached for cache_seconds (a list fetched for the request `context` carries its id).
+        Listing changes nothing, so a failed list is tried again: at once (a connection a restart closed), and with
+        `wait` until the server is back (reconnect_seconds)."""
         fresh = time.monotonic() - self._listed_at < self.cache_seconds
         if self._tools and fresh and not refresh:
             return self._tools
         try:
-            result = await self._list_once()
+            result = await self._list_once(context)
         except DependencyDown:
             await self._reconnect(self.reconnect_seconds if wait else 0.0)
-            result = await self._list_once()
+            result = await self._list_once(context)
         self._tools = [
             ToolSpec(t.name, t.description or "", dict(t.input_schema), ArgumentRules.from_meta(t.meta))
             for t in result.tools
@@ -182,10 +193,11 @@ class ToolBox:
         self._check_policy()
         return self._tools
 
-    async def _list_once(self) -> Any:
+    async def _list_once(self, context: RequestContext | None) -> Any:
         client = await self._connected()
         try:
-            return await client.list_tools(cache_mode="refresh")
+            with _calling(context):
+                return await client.list_tools(cache_mode="refresh")
         except Exception as exc:
             self._reset()
             raise self._down(_describe(exc)) from exc
@@ -206,40 +218,38 @@ class ToolBox:
         """The declared audit rules of a tool from the cached list (no network: used while writing a record)."""
         return next((t.audit for t in self._tools if t.name == name), ArgumentRules())
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Run a tool; an expected tool failure is a ToolResult with is_error, a dead server raises. A call that
-        never reached the server is sent once more, as soon as the server is back within reconnect_seconds."""
+    async def call(self, name: str, arguments: dict[str, Any], context: RequestContext | None = None) -> ToolResult:
+        """Run a tool for the request `context` (its id and caller go with the call); an expected tool failure is a
+        ToolResult with is_error, a dead server raises. A call that never reached the server is sent once more, as
+        soon as the server is back within reconnect_seconds."""
         try:
-            return await self._call_once(name, arguments)
+            return await self._call_once(name, arguments, context)
         except _NotSent as exc:
             log.info("tool_call_retrying", tool=name, why=str(exc.down))
             await self._reconnect(self.reconnect_seconds)
         try:
-            return await self._call_once(name, arguments)
+            return await self._call_once(name, arguments, context)
         except _NotSent as exc:
             raise exc.down from exc.__cause__
 
-    async def _call_once(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    async def _call_once(self, name: str, arguments: dict[str, Any], context: RequestContext | None) -> ToolResult:
         try:
             client = await self._connected()
         except DependencyDown as exc:
             raise _NotSent(exc) from exc
-        delivery = _Delivery()
-        token = _delivery_var.set(delivery)
-        try:
-            result = await client.call_tool(name, arguments, read_timeout_seconds=self.timeout)
-        except Exception as exc:
-            if _is_timeout(exc):
-                return ToolResult(
-                    True, f"The tool {name} did not answer within {self.timeout:g} seconds.", timed_out=True
-                )
-            self._reset()
-            down = self._down(_describe(exc))
-            if not delivery.sent:
-                raise _NotSent(down) from exc
-            raise down from exc
-        finally:
-            _delivery_var.reset(token)
+        with _calling(context) as call:
+            try:
+                result = await client.call_tool(name, arguments, read_timeout_seconds=self.timeout)
+            except Exception as exc:
+                if _is_timeout(exc):
+                    return ToolResult(
+                        True, f"The tool {name} did not answer within {self.timeout:g} seconds.", timed_out=True
+                    )
+                self._reset()
+                down = self._down(_describe(exc))
+                if not call.sent:
+                    raise _NotSent(down) from exc
+                raise down from exc
         text = "\n".join(getattr(block, "text", "") for block in result.content if getattr(block, "text", ""))
         if not text and result.structured_content is not None:
             text = json.dumps(result.structured_content, ensure_ascii=False)
@@ -269,6 +279,18 @@ class ToolBox:
         self._reset()
         if self._task is not None:
             await asyncio.wait([self._task], timeout=5)
+
+
+@contextlib.contextmanager
+def _calling(context: RequestContext | None) -> Iterator[_Call]:
+    """Around one SDK call, after the connection is up (the connection's task must not inherit it): the call the
+    request hook sees."""
+    call = _Call(context)
+    token = _current.set(call)
+    try:
+        yield call
+    finally:
+        _current.reset(token)
 
 
 class _NotSent(Exception):

@@ -7,13 +7,12 @@ import pytest
 from starlette.types import Receive, Scope, Send
 
 from agent.api.middleware import ObserveMiddleware
-from agent.mcp_client import request_id_var
 
 seen: list[str] = []
 
 
 async def app(scope: Scope, receive: Receive, send: Send) -> None:
-    seen.append(request_id_var.get())
+    seen.append(scope["state"]["request_id"])  # request.state.request_id: the request context's (agent.api.access)
     await send({"type": "http.response.start", "status": 204, "headers": []})
     await send({"type": "http.response.body", "body": b""})
 
@@ -23,7 +22,7 @@ async def returned(sent: str | None) -> str:
     headers = {"X-Request-ID": sent} if sent is not None else {}
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
         response = await client.get("/x", headers=headers)
-    assert seen[-1] == response.headers["x-request-id"]  # what the MCP server is sent is what the client sees
+    assert seen[-1] == response.headers["x-request-id"]  # the request context's id is what the client sees
     return response.headers["x-request-id"]
 
 

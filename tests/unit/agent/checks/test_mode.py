@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.context import RequestContext
 from agent.loop.engine import ToolLoop
 from agent.loop.events import Caller, FinalEvent, LoopEvent, TextEvent, footer
 from agent.settings import Settings
@@ -15,14 +16,14 @@ CALL = [("pozisyon_dagilimi", {"symbol": "EURUSD"})]
 
 
 class PositionsToolBox(MemoryToolBox):
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    async def call(self, name: str, arguments: dict[str, Any], context: RequestContext | None = None) -> ToolResult:
         return ToolResult(False, '{"symbol": "EURUSD", "long_accounts": 1234, "short_accounts": 567}')
 
 
 async def run(settings: Settings, answer: str, mode: str) -> tuple[list[str], FinalEvent]:
     loop = ToolLoop(settings.model_copy(update={"grounding_mode": mode}), ScriptedBackend([CALL, answer]),
                     PositionsToolBox())  # type: ignore[arg-type]  # fmt: skip
-    events: list[LoopEvent] = [e async for e in loop.run(Q, "qwen3:4b", Caller(), "rid")]
+    events: list[LoopEvent] = [e async for e in loop.run(Q, "qwen3:4b", Caller(), RequestContext("rid"))]
     final = events[-1]
     assert isinstance(final, FinalEvent)
     return [e.text for e in events if isinstance(e, TextEvent)], final

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agent.context import RequestContext
 from agent.loop.constrained import DECISION_LINE
 from agent.loop.engine import ToolLoop
 from agent.loop.events import Caller, FinalEvent, LoopEvent, TextEvent
@@ -30,7 +31,10 @@ def constrained(settings: Settings) -> Settings:
 async def run(settings: Settings, replies: list[Any], caller: Caller | None = None) -> tuple[list[LoopEvent], Any]:
     backend, box = ScriptedBackend(replies), MemoryToolBox()
     loop = ToolLoop(settings, backend, box)  # type: ignore[arg-type]
-    return [e async for e in loop.run(Q, "qwen2.5-coder:1.5b", caller or Caller(), "rid")], (backend, box)
+    return [e async for e in loop.run(Q, "qwen2.5-coder:1.5b", caller or Caller(), RequestContext("rid"))], (
+        backend,
+        box,
+    )
 
 
 async def test_the_answer_round_has_its_own_prompt_without_the_decision_line_or_the_catalogue(

@@ -11,6 +11,7 @@ import pytest
 
 from agent.backends.base import RoundRequest
 from agent.backends.openai_body import openai_body
+from agent.context import RequestContext
 from agent.errors import DependencyDown
 from agent.loop.constrained import DECISION_LINE, DECISION_MAX_TOKENS, InvalidDecision, decision_schema
 from agent.loop.engine import ToolLoop
@@ -34,7 +35,7 @@ def constrained(settings: Settings) -> Settings:
 async def run(settings: Settings, backend: ScriptedBackend, box: MemoryToolBox, caller: Caller | None = None
               ) -> list[LoopEvent]:  # fmt: skip
     loop = ToolLoop(settings, backend, box)  # type: ignore[arg-type]
-    return [e async for e in loop.run(Q, "qwen3:4b", caller or Caller(), "rid")]
+    return [e async for e in loop.run(Q, "qwen3:4b", caller or Caller(), RequestContext("rid"))]
 
 
 def offered_tools(request: RoundRequest) -> set[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.context import RequestContext
 from agent.loop.engine import ToolLoop
 from agent.loop.events import Caller, FinalEvent, LoopEvent, TextEvent, ToolResultEvent
 from agent.settings import Settings
@@ -14,7 +15,7 @@ Q = [{"role": "user", "content": "how many accounts are long on EURUSD?"}]
 
 
 async def collect(loop: ToolLoop, caller: Caller | None = None) -> list[LoopEvent]:
-    return [e async for e in loop.run(Q, "qwen3:4b", caller or Caller(), "rid")]
+    return [e async for e in loop.run(Q, "qwen3:4b", caller or Caller(), RequestContext("rid"))]
 
 
 def final(events: list[LoopEvent]) -> FinalEvent:
@@ -112,7 +113,7 @@ async def test_failed_tool_is_withdrawn_and_not_run_again(settings: Settings) ->
 
 async def test_tool_results_are_cut_to_the_limit(settings: Settings) -> None:
     class Big(MemoryToolBox):
-        async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        async def call(self, name: str, arguments: dict[str, Any], context: RequestContext | None = None) -> Any:
             from agent.toolspec import ToolResult
 
             return ToolResult(False, "x" * 5000)
@@ -136,3 +137,14 @@ def test_the_loops_caller_is_the_contracts_identity_plus_the_policy_check() -> N
     assert isinstance(caller, Identity)  # one identity type: what the loop checks is what the MCP server is told
     assert caller.headers() == Identity("ayşe", "operations").headers()
     assert caller.may_use("kyc_ozeti") and not caller.may_use("musteri_bakiyesi")
+
+
+async def test_every_round_and_tool_call_is_given_the_requests_context(settings: Settings) -> None:
+    """The request id and caller reach the backend and the MCP client as a parameter (agent.context), one object
+    for the whole request: the queue notes its workers in it, the MCP client forwards its id and caller."""
+    backend, box = ScriptedBackend([[("sistem_bilgisi", {})], "ok"]), MemoryToolBox()
+    context = RequestContext("rid-7", Identity("ayse", "desk"))
+    [e async for e in ToolLoop(settings, backend, box).run(Q, "qwen3:4b", Caller(), context)]  # type: ignore[arg-type]
+    assert backend.contexts == [context, context] and box.contexts == [context]
+    assert all(c is context for c in [*backend.contexts, *box.contexts])
+    assert [r.request_id for r in backend.requests] == ["rid-7", "rid-7"]

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from agent.context import RequestContext
 from agent.loop.engine import ToolLoop
 from agent.loop.events import Caller, FinalEvent
 from agent.loop.retrieval import LexicalIndex, Ranker, Retriever, called_earlier, fold, named_in, stems
@@ -153,7 +154,7 @@ async def test_every_round_of_a_request_offers_the_first_rounds_set(settings: Se
     backend = ScriptedBackend([[("islem_hacmi", {})], [("kyc_ozeti", {})], "done"])
     loop = ToolLoop(settings, backend, SixTools())  # type: ignore[arg-type]
     question = [{"role": "user", "content": "how much was deposited today?"}]
-    events = [e async for e in loop.run(question, "qwen3:4b", Caller(), "rid")]
+    events = [e async for e in loop.run(question, "qwen3:4b", Caller(), RequestContext("rid"))]
     offered = [[t["function"]["name"] for t in r.tools or []] for r in backend.requests]
     assert offered[0] == offered[1] == offered[2] and len(offered[0]) == 2 and offered[0][0] == "depozit_ozeti"
     final = events[-1]
@@ -166,7 +167,12 @@ async def test_the_loop_ranks_only_the_callers_tools(settings: Settings) -> None
     backend = ScriptedBackend(["fine"])
     caller = Caller("u", "ops", lambda name: name != "depozit_ozeti")
     loop = ToolLoop(settings, backend, SixTools())  # type: ignore[arg-type]
-    [e async for e in loop.run([{"role": "user", "content": "depozit_ozeti deposits"}], "m", caller, "rid")]
+    [
+        e
+        async for e in loop.run(
+            [{"role": "user", "content": "depozit_ozeti deposits"}], "m", caller, RequestContext("rid")
+        )
+    ]
     offered = [t["function"]["name"] for t in backend.requests[0].tools or []]
     assert "depozit_ozeti" not in offered and len(offered) == 2
 
@@ -179,7 +185,9 @@ def test_a_question_matching_no_tool_gets_every_allowed_tool() -> None:
 async def test_off_by_default_every_allowed_tool_is_offered(settings: Settings) -> None:
     backend = ScriptedBackend(["fine"])
     loop = ToolLoop(settings.model_copy(update={"tool_top_k": 2}), backend, SixTools())  # type: ignore[arg-type]
-    events = [e async for e in loop.run([{"role": "user", "content": "deposits"}], "m", Caller(), "rid")]
+    events = [
+        e async for e in loop.run([{"role": "user", "content": "deposits"}], "m", Caller(), RequestContext("rid"))
+    ]
     assert [t["function"]["name"] for t in backend.requests[0].tools or []] == NAMES
     final = events[-1]
     assert isinstance(final, FinalEvent) and final.retrieval is not None and final.retrieval["mode"] == "off"

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from agent.context import RequestContext
 from agent.errors import QueueFull
 from agent.loop.events import FinalEvent, TextEvent
 from agent.loop.tasks import ClientTask, TaskRunner, detect, local_answer
@@ -55,7 +56,7 @@ def test_local_answers_have_the_shape_asked_for() -> None:
 async def run(settings: Settings, backend: ScriptedBackend, prompt: str = TITLE) -> list[object]:
     task = detect(convo(prompt), PATTERN)
     assert task is not None
-    return [e async for e in TaskRunner(settings, backend).run(task, convo(prompt), "qwen3:4b")]
+    return [e async for e in TaskRunner(settings, backend).run(task, convo(prompt), "qwen3:4b", RequestContext("rid"))]
 
 
 async def test_model_mode_is_one_tool_less_task_round_without_our_system_prompt() -> None:

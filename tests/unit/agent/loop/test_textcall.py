@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agent.context import RequestContext
 from agent.loop.engine import ToolLoop
 from agent.loop.events import Caller, FinalEvent, LoopEvent, TextEvent
 from agent.loop.textcall import could_be_call, parse_text_call
@@ -107,7 +108,7 @@ Q = [{"role": "user", "content": "how many accounts are long on EURUSD?"}]
 async def run(settings: Settings, replies: list[Any], caller: Caller | None = None) -> tuple[list[LoopEvent], Any]:
     backend, box = ScriptedBackend(replies), MemoryToolBox()
     loop = ToolLoop(settings, backend, box)  # type: ignore[arg-type]
-    events = [e async for e in loop.run(Q, "qwen2.5-coder:1.5b", caller or Caller(), "rid")]
+    events = [e async for e in loop.run(Q, "qwen2.5-coder:1.5b", caller or Caller(), RequestContext("rid"))]
     return events, (backend, box)
 
 

@@ -11,6 +11,7 @@ import httpx
 
 from agent.api.app import create_app
 from agent.api.trail import logged_arguments
+from agent.context import RequestContext
 from agent.security.audit_check import records
 from agent.security.privacy import Pseudonymizer, fold, result_names
 from agent.toolspec import ArgumentRules, ToolResult, ToolSpec
@@ -67,13 +68,13 @@ class NameBox:
         declared = ArgumentRules(personal=frozenset({"customer"}))  # as the MCP server declares it
         self.specs = [ToolSpec("musteri_bakiyesi", "balance", schema, declared)]
 
-    async def list_tools(self, refresh: bool = False) -> list[ToolSpec]:
+    async def list_tools(self, refresh: bool = False, context: RequestContext | None = None) -> list[ToolSpec]:
         return self.specs
 
     def audit_rules(self, name: str) -> ArgumentRules:
         return self.specs[0].audit
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    async def call(self, name: str, arguments: dict[str, Any], context: RequestContext | None = None) -> ToolResult:
         return ToolResult(False, FOUND)
 
     async def problem(self) -> str | None:

@@ -20,11 +20,11 @@ from fastapi import Depends, FastAPI, Request
 from agent import metrics
 from agent.api.admission import check_body_type, check_origin, parse_origins
 from agent.api.trail import Trail, capped
-from agent.backends.base import Message, last_user_text, ran_by
+from agent.backends.base import Message, last_user_text
+from agent.context import RequestContext
 from agent.errors import AgentError, Unauthorized
 from agent.loop.events import Caller, LoopEvent
 from agent.loop.tasks import ClientTask
-from agent.mcp_client import identity_var, request_id_var
 from agent.security.audit import AuditLog, resolve_key
 from agent.security.audit_commit import GroupCommit
 from agent.security.auth import Authenticator, Identity
@@ -110,7 +110,6 @@ async def guard(request: Request) -> None:
         metrics.REJECTED.labels("unauthorized").inc()
         raise
     request.state.identity = identity
-    identity_var.set(Identified(identity.user, identity.role))
     structlog.contextvars.bind_contextvars(user=identity.user, role=identity.role)
     _admit(request, security)
     if request.url.path in CHAT_PATHS and security.settings.rate_limit_per_minute:
@@ -141,12 +140,20 @@ def caller(request: Request) -> Caller:
     return Caller(identity.user, identity.role, policy.checker(identity.role), share)
 
 
+def request_context(request: Request) -> RequestContext:
+    """The request's context for the layers below (the loop, the MCP client, the backends): its id, and the caller
+    the MCP server is told of, so it checks the same policy again."""
+    identity: Identity | None = getattr(request.state, "identity", None)
+    who = Identified(identity.user, identity.role) if identity is not None else None
+    return RequestContext(getattr(request.state, "request_id", ""), who)
+
+
 def _base_record(request: Request, status: int, error: str | None) -> dict[str, Any]:
     identity: Identity | None = getattr(request.state, "identity", None)
     started = getattr(request.state, "started", time.monotonic())
     return {
         "event": "request",
-        "request_id": request_id_var.get() or None,
+        "request_id": getattr(request.state, "request_id", None) or None,
         "client_request_id": getattr(request.state, "client_request_id", None),
         "endpoint": request.url.path,
         "user": identity.user if identity else None,
@@ -196,13 +203,15 @@ async def audited(
     model: str,
     conversation: list[Message],
     events: AsyncIterator[LoopEvent],
+    context: RequestContext,
     task: ClientTask | None = None,
 ) -> AsyncIterator[LoopEvent]:
-    """Pass the loop's events through and write the request's audit record when it ends, however it ends."""
+    """Pass the loop's events through and write the request's audit record when it ends, however it ends. The
+    record's `workers` are those the queue noted in the `context` the loop ran under."""
     security: Security = request.app.state.security
     toolbox = getattr(request.app.state, "toolbox", None)
-    trail, status, error = Trail(toolbox.audit_rules if toolbox else lambda name: ArgumentRules()), 200, None
-    ran_by.set(trail.workers)
+    rules = toolbox.audit_rules if toolbox else lambda name: ArgumentRules()
+    trail, status, error = Trail(rules, workers=context.workers), 200, None
     try:
         async for event in events:
             trail.observe(event, security.pseudonyms)
@@ -210,6 +219,7 @@ async def audited(
     except AgentError as exc:  # the client reads exc.client_message; the operator's detail is logged here
         status, error = exc.status, exc.code or type(exc).__name__
         log.warning("request_failed", status=exc.status, error=type(exc).__name__, message=exc.message)
+        request.state.failure_logged = True  # the exception handler answering it must not log it again
         raise
     except BaseException as exc:  # cancelled by a client that left, or a bug: still one record
         if trail.answer_sha256 is None or isinstance(exc, Exception):  # closed after the answer: it was served

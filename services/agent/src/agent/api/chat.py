@@ -21,7 +21,6 @@ from agent.loop.engine import ToolLoop
 from agent.loop.events import LoopEvent
 from agent.loop.messages import normalize
 from agent.loop.tasks import TaskRunner, detect
-from agent.mcp_client import request_id_var
 from agent.settings import Settings
 
 router = APIRouter()
@@ -69,11 +68,12 @@ def start_loop(
             f"too many messages ({len(conversation)} > MAX_MESSAGES={settings.max_messages})", param="messages"
         )
     task = detect(conversation, settings.client_task_pattern)
+    context = access.request_context(request)  # the request's one context, handed down to every layer below
     if task is not None:  # a title/tags/follow-up request of the front-end, not the user's question
-        events = tasks.run(task, conversation, model, request_id_var.get())
+        events = tasks.run(task, conversation, model, context)
     else:
-        events = loop.run(conversation, model, access.caller(request), request_id_var.get())
-    return model, access.audited(request, model, conversation, events, task)
+        events = loop.run(conversation, model, access.caller(request), context)
+    return model, access.audited(request, model, conversation, events, context, task)
 
 
 async def _first(events: AsyncIterator[LoopEvent]) -> AsyncIterator[LoopEvent]:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from agent import __version__
-from agent.api import readiness
+from agent.api import access, readiness
 from agent.api.bodies import read_json, resolve_model
 from agent.api.deps import BackendDep, SettingsDep, StartedDep, ToolBoxDep
 from agent.backends.base import ModelStatus
@@ -97,7 +97,8 @@ async def agent_info(
         "tool_calling": settings.tool_calling,
     }
     try:
-        info |= tool_fingerprints([t for t in await toolbox.list_tools() if policy.allows(role, t.name)])
+        tools = await toolbox.list_tools(context=access.request_context(request))
+        info |= tool_fingerprints([t for t in tools if policy.allows(role, t.name)])
     except AgentError as exc:  # the tool server is down: the rest still answers, the readiness says why
         info["tools_error"] = exc.client_message
     info |= {"max_tool_rounds": settings.max_tool_rounds, "options": settings.round_options()}

@@ -1,4 +1,4 @@
-"""Pure ASGI middleware: request id in logs and headers, request duration by route and status.
+"""Pure ASGI middleware: request id in logs, headers and `request.state`, request duration by route and status.
 
 Every request gets an id made here, never the client's: two users sending one `X-Request-ID` would otherwise
 share audit records. A client's id that follows the shared rule (agent_contract.request_id) is kept beside it,
@@ -17,7 +17,6 @@ import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent import metrics
-from agent.mcp_client import request_id_var
 from agent_contract import request_id
 
 
@@ -32,9 +31,9 @@ class ObserveMiddleware:
         headers = dict(scope.get("headers") or [])
         rid = request_id.new()
         theirs = request_id.clean(headers.get(b"x-request-id", b"").decode("latin-1"))
-        scope.setdefault("state", {})["client_request_id"] = theirs
+        state = scope.setdefault("state", {})  # request.state: read by agent.api.access (the request's context, audit)
+        state["request_id"], state["client_request_id"] = rid, theirs
         structlog.contextvars.bind_contextvars(request_id=rid, **({"client_request_id": theirs} if theirs else {}))
-        request_id_var.set(rid)
         started, status = time.monotonic(), 500
 
         async def send_with_id(message: Message) -> None:

@@ -8,9 +8,10 @@ JSON-able so a round and its events can cross Redis unchanged.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol
+
+from agent.context import RequestContext
 
 Message = dict[str, Any]  # Ollama's message shape: role, content, thinking?, tool_calls?, tool_name?
 
@@ -23,19 +24,6 @@ def last_user_text(messages: object) -> str:
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     content = users[-1].get("content") if users else ""
     return content if isinstance(content, str) else ""
-
-
-# The workers that ran this request's rounds, as each reported itself when it took the round (agent.queue.client
-# notes them, the audit record names them). A list set once per request: tasks started under it share it.
-ran_by: ContextVar[list[str] | None] = ContextVar("ran_by", default=None)
-MAX_WORKER_NAME, MAX_WORKERS_NAMED = 200, 16
-
-
-def note_worker(worker: str) -> None:
-    """Record that `worker` took one of the current request's rounds (outside a request: nothing)."""
-    workers, name = ran_by.get(), worker[:MAX_WORKER_NAME]  # what a worker says of itself: bounded
-    if workers is not None and name not in workers and len(workers) < MAX_WORKERS_NAMED:
-        workers.append(name)
 
 
 @dataclass(frozen=True)
@@ -142,8 +130,9 @@ class ModelStatus:
 
 
 class ModelBackend(Protocol):
-    def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
-        """Run one round; raise an AgentError subclass (DependencyDown, ModelNotFound, …) on failure."""
+    def stream_round(self, request: RoundRequest, context: RequestContext | None = None) -> AsyncIterator[RoundEvent]:
+        """Run one round of the request `context` (None: of no request); raise an AgentError subclass
+        (DependencyDown, ModelNotFound, …) on failure. The queue backend notes in `context` who ran the round."""
         ...
 
     async def status(self) -> ModelStatus: ...

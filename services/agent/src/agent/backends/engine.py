@@ -9,15 +9,19 @@ import httpx
 from agent.backends.base import ModelBackend, ModelStatus, RoundEvent, RoundRequest
 from agent.backends.ollama import OllamaBackend, ollama_status, stream_chat
 from agent.backends.openai_compat import OpenAICompatBackend, openai_status, stream_completions
+from agent.backends.stream import Trace
 from agent.settings import Settings
 
 
-def stream_engine(http: httpx.AsyncClient, settings: Settings, request: RoundRequest) -> AsyncIterator[RoundEvent]:
-    """One round against the configured model server, as round events (the worker's side of a round)."""
+def stream_engine(
+    http: httpx.AsyncClient, settings: Settings, request: RoundRequest, trace: Trace | None = None
+) -> AsyncIterator[RoundEvent]:
+    """One round against the configured model server, as round events (the worker's side of a round); `trace` is
+    its model request's own httpcore trace callback."""
     url, holdback = settings.model_endpoint(), settings.holds_back_think(request.model)
     if settings.model_protocol == "openai":
-        return stream_completions(http, url, request, holdback, settings.model_cache_prompt)
-    return stream_chat(http, url, request, holdback)
+        return stream_completions(http, url, request, holdback, settings.model_cache_prompt, trace)
+    return stream_chat(http, url, request, holdback, trace)
 
 
 async def engine_status(http: httpx.AsyncClient, settings: Settings) -> ModelStatus:

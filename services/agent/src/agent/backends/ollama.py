@@ -26,8 +26,9 @@ from agent.backends.base import (
     ToolCall,
     ToolCallsDelta,
 )
-from agent.backends.stream import RoundTimer, json_object, text_events, transport_errors
+from agent.backends.stream import RoundTimer, Trace, json_object, text_events, traced, transport_errors
 from agent.backends.thinking import ThinkFilter
+from agent.context import RequestContext
 from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError, UpstreamTimeout
 
 
@@ -84,12 +85,13 @@ TOKEN_FIELDS = ("content", "thinking", "tool_calls")  # a message with one of th
 
 
 async def stream_chat(
-    http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool
+    http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool, trace: Trace | None = None
 ) -> AsyncIterator[RoundEvent]:
-    """Stream one /api/chat round as events; thinking is split off content on the way."""
+    """Stream one /api/chat round as events; thinking is split off content on the way. `trace` follows the
+    request's progress on the wire (httpcore's trace events)."""
     chat = ChatRound(holdback)
     with transport_errors("Ollama", url, OLLAMA_FIX):
-        async with http.stream("POST", f"{url}/api/chat", json=request.ollama_body()) as resp:
+        async with http.stream("POST", f"{url}/api/chat", json=request.ollama_body(), extensions=traced(trace)) as resp:
             if resp.status_code != 200:
                 raise _error_for(resp.status_code, (await resp.aread()).decode(errors="replace"), request, url)
             async for chunk in _ndjson(resp):
@@ -201,7 +203,9 @@ class OllamaBackend:
     def _stream(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
         return stream_chat(self.http, self.url, request, self._holdback(request.model))
 
-    async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
+    async def stream_round(
+        self, request: RoundRequest, context: RequestContext | None = None
+    ) -> AsyncIterator[RoundEvent]:
         """One round from this process; it is the one talking to the model, so it records the model metrics.
 
         ROUND_TIMEOUT_SECONDS bounds the whole round, as the worker's does: httpx's timeout is per read, so a

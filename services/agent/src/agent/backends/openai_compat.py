@@ -28,7 +28,7 @@ from agent.backends.base import (
 )
 from agent.backends.ollama import OllamaBackend
 from agent.backends.openai_body import openai_body
-from agent.backends.stream import RoundTimer, json_object, text_events, transport_errors
+from agent.backends.stream import RoundTimer, Trace, json_object, text_events, traced, transport_errors
 from agent.backends.thinking import ThinkFilter
 from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, UpstreamError
 
@@ -130,13 +130,19 @@ async def _sse_chunks(resp: httpx.Response) -> AsyncIterator[dict[str, Any]]:
 
 
 async def stream_completions(
-    http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool, cache_prompt: bool = False
+    http: httpx.AsyncClient,
+    url: str,
+    request: RoundRequest,
+    holdback: bool,
+    cache_prompt: bool = False,
+    trace: Trace | None = None,
 ) -> AsyncIterator[RoundEvent]:
-    """One round as events; a connection closed before any answer (llama-server's keep-alive end) is tried again."""
+    """One round as events; a connection closed before any answer (llama-server's keep-alive end) is tried again.
+    `trace` follows each attempt's request on the wire (httpcore's trace events)."""
     first = True
     for attempt in (1, 2):
         try:
-            async for event in _stream_once(http, url, request, holdback, cache_prompt):
+            async for event in _stream_once(http, url, request, holdback, cache_prompt, trace):
                 first = False
                 yield event
             return
@@ -146,12 +152,12 @@ async def stream_completions(
 
 
 async def _stream_once(
-    http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool, cache_prompt: bool
+    http: httpx.AsyncClient, url: str, request: RoundRequest, holdback: bool, cache_prompt: bool, trace: Trace | None
 ) -> AsyncIterator[RoundEvent]:
     completion = CompletionRound(holdback)
     with transport_errors("The model server", url, MODEL_SERVER_FIX):
         body = openai_body(request, cache_prompt)
-        async with http.stream("POST", f"{url}/v1/chat/completions", json=body) as resp:
+        async with http.stream("POST", f"{url}/v1/chat/completions", json=body, extensions=traced(trace)) as resp:
             if resp.status_code != 200:
                 raise error_for(resp.status_code, (await resp.aread()).decode(errors="replace"), request, url)
             async for chunk in _sse_chunks(resp):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,6 +19,13 @@ from agent.backends.base import RoundEvent, TextDelta, ThinkingDelta
 from agent.errors import DependencyDown, UpstreamError, UpstreamTimeout
 
 SHOWN = 120  # characters of a malformed line quoted in the error (enough to recognise, bounded for the logs)
+Trace = Callable[[str, dict[str, Any]], Awaitable[None]]  # an httpcore trace callback: (event name, its details)
+
+
+def traced(trace: Trace | None) -> dict[str, Any]:
+    """httpx request extensions giving one request its own trace callback (agent.queue.running: how far the round's
+    model request got); none: no extensions."""
+    return {"trace": trace} if trace is not None else {}
 
 
 def json_object(line: str, server: str) -> dict[str, Any]:

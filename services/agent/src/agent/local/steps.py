@@ -18,6 +18,7 @@ from agent.backends.base import ModelBackend, ModelStatus, RoundDone, RoundEvent
 from agent.backends.engine import engine_status
 from agent.backends.models import has_model
 from agent.backends.ollama import warm_up
+from agent.context import RequestContext
 from agent.settings import Settings
 
 RECHECK_SECONDS = 2.0  # a chat after a fix sees it; a burst of chats does not hammer Ollama
@@ -139,13 +140,15 @@ class GatedBackend:
     def __init__(self, inner: ModelBackend, checks: Checks) -> None:
         self.inner, self.checks = inner, checks
 
-    async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
+    async def stream_round(
+        self, request: RoundRequest, context: RequestContext | None = None
+    ) -> AsyncIterator[RoundEvent]:
         problem = await self.checks.refresh()
         if problem is not None:
             yield TextDelta(f"local-agent is not ready: {problem}. Then ask again; no restart needed.")
             yield RoundDone(done_reason="stop")
             return
-        async for event in self.inner.stream_round(request):
+        async for event in self.inner.stream_round(request, context):
             yield event
 
     async def status(self) -> ModelStatus:

@@ -32,6 +32,7 @@ from agent.backends.base import (
     ToolCall,
     ToolCallsDelta,
 )
+from agent.context import RequestContext
 from agent.errors import DependencyDown, UpstreamError
 from agent.loop.events import Usage
 from agent.toolspec import ToolSpec
@@ -145,21 +146,25 @@ def parse(text: str, schema: dict[str, Any], call_id: str, cut_off: bool) -> Too
     return ToolCall(call_id, value["tool"], dict(value["arguments"]))
 
 
-async def decide(backend: ModelBackend, request: RoundRequest, usage: Usage) -> ToolCall | None:
+async def decide(
+    backend: ModelBackend, request: RoundRequest, usage: Usage, context: RequestContext
+) -> ToolCall | None:
     """Run one decision round and return the chosen call, or None to answer. Nothing of a decision reaches the
     user, so a round the model server dropped (a connection closed under it: seen with llama-server on a loaded
     host) is asked once more instead of failing the request."""
     try:
-        return await _decide_once(backend, request, usage)
+        return await _decide_once(backend, request, usage, context)
     except DependencyDown as exc:
         log.warning("decision_retried", error=exc.message)
-        return await _decide_once(backend, request, usage)
+        return await _decide_once(backend, request, usage, context)
 
 
-async def _decide_once(backend: ModelBackend, request: RoundRequest, usage: Usage) -> ToolCall | None:
+async def _decide_once(
+    backend: ModelBackend, request: RoundRequest, usage: Usage, context: RequestContext
+) -> ToolCall | None:
     assert request.schema is not None
     text, cut_off = "", False
-    async for event in backend.stream_round(request):
+    async for event in backend.stream_round(request, context):
         if isinstance(event, TextDelta):
             text += event.text
         elif isinstance(event, ToolCallsDelta):  # native calls although no tools were sent: not our schema

@@ -27,6 +27,7 @@ from agent.backends.base import (
     ToolCallsDelta,
 )
 from agent.checks import mode
+from agent.context import RequestContext
 from agent.loop.constrained import DECISION_MAX_TOKENS, decide, decision_schema
 from agent.loop.constrained import system_prompt as constrained_prompt
 from agent.loop.events import (
@@ -70,16 +71,20 @@ class ToolLoop:
         self.checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="answer-check")
 
     async def run(
-        self, conversation: list[Message], model: str, caller: Caller, request_id: str = ""
+        self, conversation: list[Message], model: str, caller: Caller, context: RequestContext
     ) -> AsyncIterator[LoopEvent]:
-        tools = await self.toolbox.list_tools()
+        """The request's events; `context` (its id and caller) goes with every round and tool call it makes."""
+        tools = await self.toolbox.list_tools(context=context)
         specs = {s.name: s for s in tools if caller.may_use(s.name)}  # authorization first: retrieval only narrows
         selection = self.retriever.select(tools, list(specs), conversation)  # once: every round offers this set
         constrained = self.settings.tool_calling == "constrained"
         offer = [specs[n] for n in selection.names]
         prompt = constrained_prompt(SYSTEM_PROMPT, offer) if constrained else SYSTEM_PROMPT
         state = _State(
-            [{"role": "system", "content": prompt}, *conversation], retrieval=selection.trace(), share=caller.share
+            [{"role": "system", "content": prompt}, *conversation],
+            context,
+            retrieval=selection.trace(),
+            share=caller.share,
         )
         # withhold mode: no answer text leaves before the grounding check (docs/grounding.md, "Streaming")
         hold = self.settings.grounding_mode == "withhold"
@@ -93,7 +98,7 @@ class ToolLoop:
             calls: list[ToolCall] = []
             state.text_call = state.redirected = False
             if constrained and offered:  # a decision round: one schema, nothing streams to the user
-                choice = await self._decide(state, model, open_specs, request_id, rnd)
+                choice = await self._decide(state, model, open_specs, rnd)
                 state.force_final = choice is None  # "answer now": the next round is the free-text answer
                 calls = [choice] if choice is not None else []
                 if not calls:
@@ -105,7 +110,7 @@ class ToolLoop:
                 # The answer round has its own prompt: constrained, every round without schema; natively, the
                 # round without tools (a real model kept writing calls as text there, issue 37).
                 answer = constrained or final
-                async for event in self._round(state, model, offered, request_id, rnd, watch, answer):
+                async for event in self._round(state, model, offered, rnd, watch, answer):
                     if isinstance(event, ToolCallsDelta):
                         calls.extend(event.calls)
                     elif not (hold and isinstance(event, TextEvent)):
@@ -175,29 +180,26 @@ class ToolLoop:
             state.answer, state.finish_reason, state.usage, rnd, state.trace, verdict.trace(), state.retrieval
         )
 
-    async def _decide(
-        self, state: _State, model: str, offered: list[ToolSpec], request_id: str, rnd: int
-    ) -> ToolCall | None:
+    async def _decide(self, state: _State, model: str, offered: list[ToolSpec], rnd: int) -> ToolCall | None:
         request = RoundRequest(
             model=model,
             messages=list(state.messages),
             tools=None,
             options={**self.settings.round_options(), "num_predict": DECISION_MAX_TOKENS},
             think=self.settings.think_value(),
-            request_id=request_id,
+            request_id=state.context.request_id,
             round=rnd,
             schema=decision_schema(offered),
             share=state.share,
         )
         state.round_text = ""
-        return await decide(self.backend, request, state.usage)
+        return await decide(self.backend, request, state.usage, state.context)
 
     async def _round(
         self,
         state: _State,
         model: str,
         tools: list[dict[str, Any]] | None,
-        request_id: str,
         rnd: int,
         watch: list[ToolSpec],
         answer: bool = False,
@@ -212,13 +214,13 @@ class ToolLoop:
             tools=tools,
             options=self.settings.round_options(),
             think=self.settings.think_value(),
-            request_id=request_id,
+            request_id=state.context.request_id,
             round=rnd,
             share=state.share,
         )
         state.round_text = ""
         held, holding, native = "", bool(watch), False
-        async for event in self.backend.stream_round(request):
+        async for event in self.backend.stream_round(request, state.context):
             if isinstance(event, TextDelta):
                 if holding:
                     held += event.text
@@ -238,7 +240,7 @@ class ToolLoop:
                 state.usage.prompt_tokens += event.prompt_tokens
                 state.usage.completion_tokens += event.completion_tokens
                 state.finish_reason = "length" if event.done_reason == "length" else "stop"
-        call = None if native or not held else parse_text_call(held, watch, f"call_{request_id or 'r'}_{rnd}")
+        call = None if native or not held else parse_text_call(held, watch, f"call_{request.request_id or 'r'}_{rnd}")
         if call is not None:
             state.text_call = True
             log.info("text_tool_call_recognised", tool=call.name, round=rnd)
@@ -260,7 +262,7 @@ class ToolLoop:
         spec = specs.get(call.name)
         outcome: Outcome
         if spec is None:
-            known = [s.name for s in await self.toolbox.list_tools()]
+            known = [s.name for s in await self.toolbox.list_tools(context=state.context)]
             outcome = "forbidden" if call.name in known else "unknown_tool"
             label = tool_label(call.name, call.name in known)
             metrics.TOOL_CALLS.labels(label, outcome).inc()
@@ -296,7 +298,7 @@ class ToolLoop:
     async def _run_tool(self, call: ToolCall, state: _State) -> tuple[Outcome, str]:
         state.seen.add(_key(call))
         started = time.monotonic()
-        result = await self.toolbox.call(call.name, call.arguments)
+        result = await self.toolbox.call(call.name, call.arguments, state.context)
         elapsed = time.monotonic() - started
         metrics.TOOL_DURATION.labels(call.name).observe(elapsed)
         outcome: Outcome = "ok"
@@ -329,6 +331,7 @@ def _text(state: _State, text: str) -> list[TextEvent]:
 @dataclass
 class _State:
     messages: list[Message]
+    context: RequestContext  # the request's id and caller, for every round and tool call
     trace: list[TraceEntry] = field(default_factory=list)
     results: list[tuple[str, str]] = field(default_factory=list)  # (tool, result) of the calls that succeeded
     seen: set[str] = field(default_factory=set)

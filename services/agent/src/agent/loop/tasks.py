@@ -17,6 +17,7 @@ import structlog
 
 from agent import metrics
 from agent.backends.base import Message, ModelBackend, RoundDone, RoundRequest, TextDelta
+from agent.context import RequestContext
 from agent.errors import AgentError
 from agent.loop.events import FinalEvent, LoopEvent, TextEvent, Usage
 from agent.settings import Settings
@@ -72,13 +73,13 @@ class TaskRunner:
         self.settings, self.backend = settings, backend
 
     async def run(
-        self, task: ClientTask, conversation: list[Message], model: str, request_id: str = ""
+        self, task: ClientTask, conversation: list[Message], model: str, context: RequestContext
     ) -> AsyncIterator[LoopEvent]:
         mode, usage, rounds = self.settings.client_tasks, Usage(), 0
         answer: str | None = None
         if mode == "model":
             rounds = 1
-            answer = await self._model_answer(conversation, model, request_id, usage)
+            answer = await self._model_answer(conversation, model, context, usage)
         served = "model" if answer is not None else ("off" if mode == "off" else "local")
         if answer is None:
             answer = "" if mode == "off" else local_answer(task)
@@ -88,7 +89,9 @@ class TaskRunner:
             yield TextEvent(answer)
         yield FinalEvent(answer, "stop", usage, rounds, [])
 
-    async def _model_answer(self, conversation: list[Message], model: str, request_id: str, usage: Usage) -> str | None:
+    async def _model_answer(
+        self, conversation: list[Message], model: str, context: RequestContext, usage: Usage
+    ) -> str | None:
         """One tool-less round at task priority; None when the GPU is busy, the task was preempted or failed,
         or the model wrote no text."""
         options = {**self.settings.round_options(), "num_predict": self.settings.client_task_max_tokens}
@@ -98,12 +101,12 @@ class TaskRunner:
             tools=None,
             options=options,
             think=False,
-            request_id=request_id,
+            request_id=context.request_id,
             priority="task",
         )
         text: list[str] = []
         try:
-            async for event in self.backend.stream_round(request):
+            async for event in self.backend.stream_round(request, context):
                 if isinstance(event, TextDelta):
                     text.append(event.text)
                 elif isinstance(event, RoundDone):

@@ -26,6 +26,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from agent.backends.base import ModelStatus, RoundDone, RoundEvent, RoundRequest, event_from_dict
+from agent.context import RequestContext
 from agent.errors import DependencyDown, QueueTimeout
 from agent.metrics import QUEUE_WAIT, REJECTED
 from agent.queue import admit, keys
@@ -81,6 +82,7 @@ class Phase(StrEnum):
 class _Round:
     request: RoundRequest
     job_id: str
+    context: RequestContext | None = None  # the request the round is of: who ran it is noted there, for its audit
     enqueued: float = 0.0  # monotonic
     phase: Phase = Phase.QUEUED
     queue_wait: float | None = None
@@ -116,10 +118,12 @@ class QueueBackend:
         self._background: set[asyncio.Task[None]] = set()
         self.depth = DepthGauge(self.redis, self._spawn)
 
-    async def stream_round(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
+    async def stream_round(
+        self, request: RoundRequest, context: RequestContext | None = None
+    ) -> AsyncIterator[RoundEvent]:
         retried = resubmitted = False
         while True:
-            rnd = _Round(request, uuid.uuid4().hex)
+            rnd = _Round(request, uuid.uuid4().hex, context)
             try:
                 await self._enqueue(rnd, front=retried)
                 async for event in self._follow(rnd):
@@ -215,7 +219,7 @@ class QueueBackend:
     async def _follow(self, rnd: _Round) -> AsyncIterator[RoundEvent]:
         last_seen = checked = time.monotonic()
         try:
-            stream = RoundReader(self.redis, rnd.job_id, self.hosts)
+            stream = RoundReader(self.redis, rnd.job_id, self.hosts, rnd.context)
             while True:
                 entries = await stream.read(count=512, block_ms=BLOCK_MS)
                 raise_if_cancelled()

@@ -22,7 +22,7 @@ import uvloop
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import ExponentialBackoff
 
-from agent.queue.running import Runtime, abort_round, execute_round, mark_sent
+from agent.queue.running import Runtime, abort_round, execute_round
 from agent.redisconn import connection_options
 from agent.settings import Settings, get_settings
 
@@ -38,8 +38,7 @@ def start_runtime(settings: Settings, worker_id: str) -> Runtime:
 
     async def build() -> Runtime:
         timeout = httpx.Timeout(settings.round_timeout_seconds, connect=5.0)
-        hooks = {"request": [mark_sent]}
-        http = httpx.AsyncClient(timeout=timeout, headers=settings.model_headers(), event_hooks=hooks)
+        http = httpx.AsyncClient(timeout=timeout, headers=settings.model_headers())
         # One quick retry survives a pooled connection that a Redis restart closed; no 10-retry backoff.
         redis = aioredis.Redis.from_url(
             settings.redis_url,

@@ -20,7 +20,7 @@ import redis.asyncio as aioredis
 import structlog
 from redis.exceptions import NoPermissionError
 
-from agent.backends.base import note_worker
+from agent.context import RequestContext
 from agent.errors import RoundIntruded
 from agent.queue import keys
 from agent.settings import worker_host_of
@@ -64,10 +64,13 @@ class WorkerHosts:
 
 class RoundReader:
     """Reads one round's events, in order, from the host that claimed it (XREAD BLOCK on the claim and the hosts'
-    streams at once). `host` is the claimant once its claim has been read."""
+    streams at once). `host` is the claimant once its claim has been read; the hosts that wrote the round are noted
+    in the request's `context` (its audit record's `workers`)."""
 
-    def __init__(self, redis: aioredis.Redis, job_id: str, hosts: WorkerHosts) -> None:
-        self.redis, self.job_id, self.hosts = redis, job_id, hosts
+    def __init__(
+        self, redis: aioredis.Redis, job_id: str, hosts: WorkerHosts, context: RequestContext | None = None
+    ) -> None:
+        self.redis, self.job_id, self.hosts, self.context = redis, job_id, hosts, context
         self.host: str | None = None
         self._positions: dict[Any, Any] = {keys.claim_key(job_id): "0-0"}  # stream → the last id read
         self._started = False
@@ -110,12 +113,16 @@ class RoundReader:
         if known is not None and host not in known:
             self._intruded(host, f"a claim by {host!r}, which is no worker host's Redis user")
         self.host = host
-        note_worker(host)  # the audit's `workers`: the host whose Redis user alone could write what is read
+        self._note(host)  # the audit's `workers`: the host whose Redis user alone could write what is read
         self._positions.setdefault(keys.events_key(host, self.job_id), "0-0")
+
+    def _note(self, host: str) -> None:
+        if self.context is not None:  # outside a request (a bench, a test): nobody to tell
+            self.context.note_worker(host)
 
     def _intruded(self, other: str, what: str) -> None:
         involved = sorted({h for h in (self.host, other) if h})
         for host in involved:
-            note_worker(host)
+            self._note(host)
         log.error("round_intruded", job_id=self.job_id, hosts=involved, detail=what)
         raise RoundIntruded(f"round {self.job_id}: {what}; hosts involved: {', '.join(involved)}")

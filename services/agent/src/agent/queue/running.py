@@ -2,11 +2,11 @@
 
 `execute_round` takes a slot of the backend's counted lock (reading the round's cancel flag in the same round
 trip), sends the model request and relays the model's events to the round's stream (agent.queue.writer, entry
-kinds in agent.queue.events); `accepted` and `started` go out once the model request is written (an httpcore
-trace callback, FLUSH_AFTER at most). A client that goes away sets the cancel flag; the writer's next write
-sees it and the round's task is cancelled, which closes the model's stream (Ollama stops generating on
-disconnect). `abort_round` stops a round for the process (RQ's job timeout, a cold shutdown): it still writes
-its error before it frees its slot.
+kinds in agent.queue.events); `accepted` and `started` go out once the model request is written (the request's
+own httpcore trace callback, `sent_trace`; FLUSH_AFTER at most). A client that goes away sets the cancel flag;
+the writer's next write sees it and the round's task is cancelled, which closes the model's stream (Ollama stops
+generating on disconnect). `abort_round` stops a round for the process (RQ's job timeout, a cold shutdown): it
+still writes its error before it frees its slot.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -26,6 +25,7 @@ import structlog
 from agent.backends.base import RoundDone, RoundEvent, RoundRequest, event_to_dict
 from agent.backends.engine import stream_engine
 from agent.backends.ollama import record_round, round_timeout_message
+from agent.backends.stream import Trace
 from agent.errors import AgentError, DependencyDown, QueueTimeout, RoundIntruded, UpstreamError, UpstreamTimeout
 from agent.metrics import GPU_BUSY, GPU_ROUNDS
 from agent.queue.events import error_entry
@@ -36,23 +36,18 @@ from agent.settings import Settings
 log = structlog.get_logger("agent.queue.running")
 FLUSH_AFTER = 0.05  # s: a round's first events wait at most this long for its model request to be written
 
-# The round whose task is running: the model client's request hook (mark_sent) tells it when its request is written.
-SENDING: ContextVar[Callable[[], None] | None] = ContextVar("sending", default=None)
 _SENT = "http11.send_request_body.complete"
 
 
-async def mark_sent(request: httpx.Request) -> None:
-    """httpx request hook of the worker's model client. It runs in the task of the round sending the request, so
-    it can give the request an httpcore trace callback that tells that round how far its request got."""
-    tell = SENDING.get()
-    if tell is None:
-        return
+def sent_trace(tell: Callable[[], None]) -> Trace:
+    """The httpcore trace callback of one round's model request (httpx's `trace` request extension): `tell` the
+    round once the request is written."""
 
     async def trace(event: str, info: dict[str, Any]) -> None:
         if event == _SENT:
             tell()
 
-    request.extensions["trace"] = trace
+    return trace
 
 
 @dataclass
@@ -104,7 +99,6 @@ async def execute_round(rt: Runtime, job_id: str, request_dict: dict[str, Any], 
     host = settings.worker_host()
     lock = GpuLock(rt.redis, gpu_slot_keys(host, settings.gpu_id, settings.worker_slots), f"{rt.worker_id}:{job_id}")
     writer = EventWriter(rt.redis, job_id, events_key(host, job_id), control, lock)
-    SENDING.set(writer.flush)
     outcome: dict[str, Any] = {"outcome": "error"}
     try:
         # Held until the model request is written (or FLUSH_AFTER): it goes out before these writes.
@@ -164,7 +158,8 @@ async def _generate(rt: Runtime, request: RoundRequest, writer: EventWriter, enq
     done: RoundDone | None = None
     try:
         async with asyncio.timeout(rt.settings.round_timeout_seconds):
-            stream = cast(AsyncGenerator[RoundEvent, None], stream_engine(rt.http, rt.settings, request))
+            events = stream_engine(rt.http, rt.settings, request, sent_trace(writer.flush))
+            stream = cast(AsyncGenerator[RoundEvent, None], events)
             async with contextlib.aclosing(stream):
                 async for event in stream:
                     if isinstance(event, RoundDone):
