@@ -1,7 +1,12 @@
 """Issue 36: the answer (grounding) check ran on agent-api's event loop, so a 199-message history full of figures
 (886 KB, within MAX_BODY_BYTES and MAX_MESSAGES) cost ~1 s of API CPU per request and every other request, /healthz
 included, waited 958-1060 ms. The check now runs on its own thread with a budget (ANSWER_CHECK_BUDGET_SECONDS):
-/healthz answers under 150 ms while such a history is being checked, and the answer still comes."""
+/healthz is not held up by it while such a history is being checked, and the answer still comes.
+
+No wall-clock figure: on a loaded machine everything slows together, so the longest /healthz wait is compared with
+the chat requests of the same run. On the loop, a poll landing as a check starts waits for the whole check, most
+of its request (measured: ~1 s of a ~1.2 s request); off the loop it waits at most for the body's parsing, which
+stays on the loop (measured: up to ~0.3 s of a 1.1 s request on a loaded 2-core box)."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ def test_healthz_stays_fast_while_a_figure_filled_history_is_checked(agent_api: 
     body = {"model": "qwen3:4b", "messages": history(), "stream": False}
     assert 850_000 < len(httpx.Request("POST", "http://x", json=body).content) < 1_000_000
     latencies: list[float] = []
+    requests: list[float] = []
     done = threading.Event()
 
     def poll() -> None:
@@ -34,10 +40,12 @@ def test_healthz_stays_fast_while_a_figure_filled_history_is_checked(agent_api: 
     poller.start()
     try:
         for _ in range(3):  # several checks, so polls land while one runs
+            started = time.perf_counter()
             resp = httpx.post(f"{agent_api.url}/v1/chat/completions", json=body, timeout=120)
+            requests.append(time.perf_counter() - started)
             assert resp.status_code == 200 and answer in resp.json()["choices"][0]["message"]["content"]
     finally:
         done.set()
         poller.join()
     assert len(latencies) > 10
-    assert max(latencies) < 0.150, sorted(latencies)[-5:]
+    assert max(latencies) < 0.5 * min(requests), (sorted(latencies)[-5:], requests)
