@@ -21,10 +21,10 @@ class RequestContext:
 
     request_id: str = ""
     identity: Caller | None = None  # the authenticated caller: forwarded so the MCP server checks the policy again
-    workers: list[str] = field(default_factory=list)  # the worker hosts that took its rounds, each as it named itself
+    workers: list[str] = field(default_factory=list)  # the worker hosts that ran its rounds, as Redis's ACL names them
 
     def note_worker(self, worker: str) -> None:
         """Record that `worker` took one of this request's rounds."""
-        name = worker[:MAX_WORKER_NAME]  # what a worker says of itself: bounded
+        name = worker[:MAX_WORKER_NAME]  # a host name from the ACL's user list: bounded all the same
         if name not in self.workers and len(self.workers) < MAX_WORKERS_NAMED:
             self.workers.append(name)
