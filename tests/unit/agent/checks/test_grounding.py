@@ -55,6 +55,9 @@ TABLE = [
     ("wrong date", "On 4 December 2026 there were 42 deposits.", ["4 December 2026"]),
     ("noise", "Top 20 customers, 1st place... 2 of 5 checks passed in 2025 with qwen3:4b, see C-2001.", []),
     ("list numbering", "1. Card: 30\n2. Crypto: 12\n11. Other: 0", []),
+    # "çekim" (withdrawal) ends in "ekim" (October): Qwen2.5-Coder-1.5B's answer was flagged "ekim 24" (issue 37)
+    ("month name inside a word TR", "Bugünkü toplam çekim 12.345,67 USD'dir.", []),
+    ("month name inside a word EN", "Summary 42: the dismay 12 of Omar 30 was about card deposits.", []),
 ]
 
 

@@ -26,7 +26,8 @@ _MONTH_NAMES = {
     "december dec aralık aralik": 12,
 }  # fmt: skip
 MONTHS = {name: number for names, number in _MONTH_NAMES.items() for name in names.split()}
-_MONTH = "(?:" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+# A month name is a word of its own: "çekim 24" (withdrawal 24) holds "ekim" (October) and is no date.
+_MONTH = r"(?<!\w)(?:" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 SCALES = {"k": 1e3, "thousand": 1e3, "bin": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "milyon": 1e6}
 SCALES |= {"bn": 1e9, "billion": 1e9, "milyar": 1e9}
 _CURRENCY = r"(?:(?-i:USD|EUR|TRY|GBP|TL)|lira|dollars?|euros?|\$|€|£|₺)"
