@@ -28,10 +28,11 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from agent.api.render_openai import UNFINISHED
 from agent.errors import UpstreamError
 from tests.e2e.stack import REPO, run
 from tests.e2e.webui_page import ANSWER, ANSWER_TEXT, ask_in_page, focus_chat_box, log_in, page_text
-from tests.e2e.webui_stack import BROKEN, BROKEN_MID, CLOCK, USERS, Front, records, sent
+from tests.e2e.webui_stack import BROKEN, BROKEN_MID, CLOCK, LONG, SLOW, USERS, Front, records, sent
 from tests.support.browser import chromium, keep_evidence, missing, wait_for
 from tests.support.procs import free_port, running, wait_until
 
@@ -102,7 +103,7 @@ def front(webui_bin: Path, docker_ready: None) -> Iterator[Front]:
         running(["mcp-server"], env=mcp_env, ready_url=f"http://127.0.0.1:{m_port}/healthz", timeout=180),
         running(["agent-api"], env=agent_env, ready_url=f"{agent}/healthz", timeout=180),  # slow on a loaded box
     ):
-        httpx.post(f"{fake}/_fake/script", json={"rules": [CLOCK, BROKEN, BROKEN_MID], "default": ANSWER})
+        httpx.post(f"{fake}/_fake/script", json={"rules": [CLOCK, BROKEN, BROKEN_MID, SLOW, LONG], "default": ANSWER})
         webui = Front(services["open-webui"], webui_bin, agent, fake, tmp, vault)
         with webui:
             webui.add_users()
@@ -178,10 +179,57 @@ def test_a_model_failure_reads_the_same_before_the_first_word_and_mid_answer_in_
                 page.find_element(By.ID, "chat-input").send_keys(question, Keys.ENTER)
                 wait_for(page, more_of(text, shown), 120, "the failure in the answer")
             assert "Bekleyen çekim" in page_text(page)  # the words before the failure stay, the text follows
+            assert page_text(page).count(UNFINISHED["tr"]) == 2  # neither answer ended: both keep the mark
             assert "/readyz" not in page_text(page) and "logs" not in page_text(page)
         except Exception:
             print(f"evidence: {keep_evidence(page, tmp_path, 'failure')}")
             raise
+
+
+def test_a_stopped_answer_is_marked_as_cut_after_a_reload_too_and_a_finished_one_is_not(
+    front: Front, tmp_path: Path
+) -> None:
+    """Stop mid-answer and before the first word: the mark (in the question's language) stays, also in the saved
+    chat; an answer that ended shows none."""
+    if why := missing():
+        pytest.fail(why)
+    email, mark = next(iter(USERS)), UNFINISHED["tr"]
+    with chromium(tmp_path / "profile") as page:
+        try:
+            log_in(page, front.webui, email, front.passwords[email])
+            stop(page, "Uzun soru: saat kaç?", until="sunucu saatine")  # mid-answer: words shown, then Stop
+            assert "olabilir." not in page_text(page)  # cut indeed
+            reload(page, "sunucu saatine")
+            assert page_text(page).count(mark) == 1
+            page.get(f"{front.webui}/")  # a new chat
+            stop(page, "Yavaş soru: kaç hesap var?", until=mark)  # before the first word: only the mark
+            reload(page, "Yavaş soru")
+            assert page_text(page).count(mark) == 1 and "Geç." not in page_text(page)
+            page.get(f"{front.webui}/")
+            ask_in_page(page, "Saat kaç?")
+            wait_for(page, lambda p: mark not in page_text(p), 60, "the mark gone once the answer ended")
+            reload(page, "Tools used: sistem_bilgisi")
+            assert mark not in page_text(page) and ANSWER_TEXT in page_text(page)
+        except Exception:
+            print(f"evidence: {keep_evidence(page, tmp_path, 'stop')}")
+            raise
+
+
+def stop(page: WebDriver, question: str, until: str) -> None:
+    """Ask, wait for `until` in the page, press Stop; returns once the answer is over and marked."""
+    wait_for(page, focus_chat_box, 60, "a clickable chat box")
+    page.find_element(By.ID, "chat-input").send_keys(question, Keys.ENTER)
+    wait_for(page, lambda p: until in page_text(p), 120, f"{until!r} in the page")
+    page.find_element(By.CSS_SELECTOR, 'button[aria-label="Stop"]').click()
+    gone = 'button[aria-label="Stop"]'
+    wait_for(page, lambda p: not p.find_elements(By.CSS_SELECTOR, gone), 60, "the answer stopped")
+    assert UNFINISHED["tr"] in page_text(page)
+
+
+def reload(page: WebDriver, text: str) -> None:
+    """The chat as saved: the page loaded again from Open WebUI's database."""
+    page.refresh()
+    wait_for(page, lambda p: text in page_text(p), 90, f"the saved chat with {text!r}")
 
 
 def more_of(text: str, seen: int) -> Callable[[WebDriver], bool]:
@@ -199,12 +247,13 @@ def first_screen(page: WebDriver, front: Front) -> None:
 
 def test_the_key_open_webuis_admin_can_read_names_nobody(front: Front) -> None:
     admin = front.session(front.admin_email, front.admin_password)
-    config = httpx.get(f"{front.webui}/ollama/config", headers=admin, timeout=60).json()
-    key = config["OLLAMA_API_CONFIGS"]["0"]["key"]
+    config = httpx.get(f"{front.webui}/openai/config", headers=admin, timeout=60).json()
+    (key,) = config["OPENAI_API_KEYS"]
     assert key == front.key()  # Open WebUI shows its admin the connection key; alone it is worth nothing:
-    body = {"model": front.model, "messages": [{"role": "user", "content": "Saat kaç?"}], "stream": False}
+    body = {"model": front.model, "messages": [{"role": "user", "content": "Saat kaç?"}], "stream": True}
     for forged in ({"X-OpenWebUI-User-Email": "ayse@corp.example"}, {"X-OpenWebUI-User-Jwt": "e30.e30.forged"}):
-        resp = httpx.post(f"{front.agent}/api/chat", json=body, headers={"Authorization": f"Bearer {key}"} | forged)
+        headers = {"Authorization": f"Bearer {key}"} | forged
+        resp = httpx.post(f"{front.agent}/v1/chat/completions", json=body, headers=headers)
         assert resp.status_code == 401 and "token" in resp.text, resp.text  # "missing" or "invalid" user token
 
 
@@ -213,7 +262,9 @@ def test_rotation_reaches_open_webui_and_the_old_key_is_refused(front: Front) ->
     front.rotate()  # what scripts/rotate-frontend --jwt runs, then Open WebUI restarted
     assert front.key() != old_key and front.jwt_secret() != old_secret
     body = {"model": front.model, "messages": [{"role": "user", "content": "Saat kaç?"}], "stream": False}
-    refused = httpx.post(f"{front.agent}/api/chat", json=body, headers={"Authorization": f"Bearer {old_key}"})
+    refused = httpx.post(
+        f"{front.agent}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {old_key}"}
+    )
     assert refused.status_code == 401, refused.text
     audit_mark = len(records(front))
     chunks = front.stream_chat(front.session("ayse@corp.example", front.passwords["ayse@corp.example"]))

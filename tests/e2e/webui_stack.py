@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from tests.e2e.stack import REPO, run
+from tests.e2e.webui_page import ANSWER_TEXT
 from tests.support.procs import Proc, free_port, start
 
 USERS = {"ayse@corp.example": "support", "mehmet@corp.example": "operations"}
@@ -33,8 +34,18 @@ BROKEN_MID = {
     "when": {"user_contains": "çöktü yarıda"},
     "reply": {"content": "Bekleyen çekim sayısı şu", "stream_error": {"after_tokens": 3, "message": "runner crashed"}},
 }
+# For Stop: a question whose first word is a minute away, and an answer slow enough (~1.5 s a word) that Stop
+# lands mid-answer however loaded the machine (the user's question only: a title task never waits on them).
+SLOW = {
+    "when": {"user_contains": "yavaş soru", "has_tools": True},
+    "reply": {"content": "Geç.", "first_token_delay": 60},
+}
+LONG = {
+    "when": {"user_contains": "uzun soru", "has_tools": True},
+    "reply": {"content": ANSWER_TEXT, "token_delay": 1.5},
+}
 # The only shipped variables the test changes (or adds): addresses and paths of this machine.
-MOVED = frozenset({"OLLAMA_BASE_URL", "DATA_DIR", "LOCAL_AGENT_SECRETS"})
+MOVED = frozenset({"OPENAI_API_BASE_URLS", "DATA_DIR", "LOCAL_AGENT_SECRETS"})
 ROTATE_SCRIPT = REPO / "scripts/rotate-frontend"
 
 
@@ -60,7 +71,7 @@ class Front:
 
     def env(self) -> dict[str, str]:
         moved = {
-            "OLLAMA_BASE_URL": self.agent,
+            "OPENAI_API_BASE_URLS": f"{self.agent}/v1",
             "DATA_DIR": str(self.tmp / "webui"),
             "LOCAL_AGENT_SECRETS": str(self.vault),
         }

@@ -140,3 +140,20 @@ def test_read_only_endpoints_in_each_protocol_shape(api: Api, sdk: openai.OpenAI
         oc.show("llama9")
     assert unknown.value.status_code == 404 and "llama9" in unknown.value.error
     assert httpx.get(f"{api.url}/api/ps", timeout=10).json()["models"][0]["size_vram"] == 0
+
+
+def test_clients_other_than_a_chat_screen_stream_without_its_unfinished_mark(
+    api: Api, sdk: openai.OpenAI, ollama: FakeOllama
+) -> None:
+    """The status event is for a front-end key naming its user only: the SDK and curl read the stream as before."""
+    ollama.script(default={"content": "İki çekim bekliyor."})
+    question = "Kaç çekim onay bekliyor?"
+    chunks = list(
+        sdk.chat.completions.create(model="qwen3:4b", messages=[{"role": "user", "content": question}], stream=True)
+    )
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert all("event" not in (chunk.model_extra or {}) for chunk in chunks)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices).startswith("İki çekim bekliyor.")
+    body = {"model": "qwen3:4b", "messages": [{"role": "user", "content": question}], "stream": True}
+    raw = httpx.post(f"{api.url}/v1/chat/completions", json=body, timeout=60).text
+    assert '"event"' not in raw and "tamamlanmadı" not in raw and raw.endswith("data: [DONE]\n\n")

@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncIterator
 
 from agent.api.render_ollama import OllamaRenderer
-from agent.api.render_openai import OpenAIRenderer
+from agent.api.render_openai import UNFINISHED, OpenAIRenderer
 from agent.backends.base import ToolCall
 from agent.errors import DependencyDown
 from agent.loop.events import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, ToolCallEvent, TraceEntry, Usage
@@ -94,3 +94,15 @@ async def test_ollama_failure_before_the_first_token_reads_as_one_mid_answer() -
     mid = [json.loads(line) async for line in OllamaRenderer("m", "tr").stream(events(fail=True))]
     before = [json.loads(line) for line in OllamaRenderer("m", "tr").failed(DependencyDown("Ollama is down"))]
     assert before[-1] == mid[-1] and before[0]["message"]["content"] == mid[-2]["message"]["content"].lstrip()
+
+
+async def test_openai_stream_of_a_chat_screen_fails_mid_answer_as_it_does_before_the_first_word() -> None:
+    """The failure text follows the words sent, as on /api/chat; the unfinished mark stays (no hidden status)."""
+    lines = [line async for line in OpenAIRenderer("m", "tr").stream(events(fail=True), include_usage=False)]
+    data = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+    assert [d["event"] for d in data if "event" in d] == [
+        {"type": "status", "data": {"description": UNFINISHED["tr"], "done": True}}
+    ]
+    assert data[-1]["choices"][0]["delta"] == {"content": f"\n\n⚠️ {DependencyDown.public_tr}"}
+    assert lines[-1] == "data: [DONE]\n\n" and "error" not in "".join(lines)
+    assert "ollama:11434" not in "".join(lines)

@@ -31,11 +31,16 @@ async def chat_completions(request: Request, settings: SettingsDep, loop: LoopDe
     data = await read_json(request, settings.max_body_bytes)
     stream, usage = flag(data, "stream", False), include_usage(data)  # checked before anything is queued
     model, events = start_loop(request, data, settings, loop, tasks)
-    renderer = OpenAIRenderer(model)
     if not stream:
-        return JSONResponse(await _until_disconnect(request, renderer.complete(events)))
-    chunks = renderer.stream(await _until_disconnect(request, _first(events)), usage)
-    return StreamingResponse(chunks, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return JSONResponse(await _until_disconnect(request, OpenAIRenderer(model).complete(events)))
+    headers = {"Cache-Control": "no-cache"}
+    if request.state.identity.method == "frontend":
+        # A chat screen's stream starts at once with its unfinished mark (a stop before the first word leaves it),
+        # a failure included: Starlette cancels the loop if the screen goes (499 in the audit log, as mid-answer).
+        screen = OpenAIRenderer(model, guess_language(last_user_text(data.get("messages"))))
+        return StreamingResponse(screen.stream(events, usage), media_type="text/event-stream", headers=headers)
+    chunks = OpenAIRenderer(model).stream(await _until_disconnect(request, _first(events)), usage)
+    return StreamingResponse(chunks, media_type="text/event-stream", headers=headers)
 
 
 @router.post("/api/chat", openapi_extra=body_of(OllamaChatRequest))

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agent.errors import AgentError
+from agent.errors import AgentError, Language
 from agent.loop.events import FinalEvent, LoopEvent, TextEvent, ThinkingEvent, ToolCallEvent, Usage
 
 
@@ -42,9 +42,18 @@ async def collect(events: AsyncIterator[LoopEvent]) -> tuple[FinalEvent, str]:
     return final, "".join(thinking)
 
 
+# A chat screen's mark on an answer that did not end (stopped, or cut by a failure): shown above the answer from
+# before its first word, hidden by the answer's normal end. Open WebUI shows a chunk's `event` as its own.
+UNFINISHED = {"en": "Answer not finished", "tr": "Yanıt tamamlanmadı"}
+
+
 class OpenAIRenderer:
-    def __init__(self, model: str) -> None:
+    """`screen`: the question's language when the caller is a chat screen (a front-end key naming its user):
+    its stream then carries the unfinished mark and shows a failure as answer text; None for every other client."""
+
+    def __init__(self, model: str, screen: Language | None = None) -> None:
         self.model = model
+        self.screen = screen
         self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         self.created = int(time.time())
 
@@ -64,23 +73,34 @@ class OpenAIRenderer:
             "local_agent": trace_field(final),
         }
 
-    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> str:
+    def _data(self, choices: list[dict[str, Any]], **extra: Any) -> str:
         body = {
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
             "system_fingerprint": "local-agent",
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+            "choices": choices,
             **extra,
         }
         return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> str:
+        return self._data([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}], **extra)
+
+    def _status(self, status: dict[str, Any]) -> str:
+        """A status event for Open WebUI (which shows a chunk's `event` as its own), with no choices."""
+        return self._data([], event={"type": "status", "data": status})
+
     async def stream(self, events: AsyncIterator[LoopEvent], include_usage: bool) -> AsyncIterator[str]:
+        if self.screen is not None:  # before anything else: a stop before the first word is marked too
+            yield self._status({"description": UNFINISHED[self.screen], "done": True})
         yield self._chunk({"role": "assistant", "content": ""})
+        answered = False
         try:
             async for event in events:
                 if isinstance(event, TextEvent):
+                    answered = True
                     yield self._chunk({"content": event.text})
                 elif isinstance(event, ThinkingEvent):
                     yield self._chunk({"reasoning_content": event.text})
@@ -88,6 +108,8 @@ class OpenAIRenderer:
                     # An SSE comment: keeps proxies from timing out while the tool runs; clients ignore it.
                     yield f": calling tool {event.call.name}\n\n"
                 elif isinstance(event, FinalEvent):
+                    if self.screen is not None:  # the answer ended: the mark goes
+                        yield self._status({"description": "", "done": True, "hidden": True})
                     yield self._chunk({}, event.finish_reason, local_agent=trace_field(event))
                     if include_usage:
                         usage = {
@@ -100,6 +122,11 @@ class OpenAIRenderer:
                         }
                         yield f"data: {json.dumps(usage)}\n\n"
         except AgentError as exc:
-            yield f"data: {json.dumps(exc.body(), ensure_ascii=False)}\n\n"
-            return
+            if self.screen is None:
+                yield f"data: {json.dumps(exc.body(), ensure_ascii=False)}\n\n"
+                return
+            # Where the answer goes, so it reads the same before the first word and mid-answer (Open WebUI would
+            # put an error chunk in a box of its own), in the question's language; the mark stays.
+            lead = "\n\n" if answered else ""
+            yield self._chunk({"content": f"{lead}⚠️ {exc.client_message_in(self.screen)}"})
         yield "data: [DONE]\n\n"
