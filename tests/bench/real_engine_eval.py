@@ -19,7 +19,7 @@ from tests.support.real_engine import agent_stack, engine, served_name
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--model", default="smollm2", help="scripts/llama-server's --model")
+    parser.add_argument("--model", default="qwen-1.5b", help="scripts/llama-server's --model")
     parser.add_argument("--modes", default="native,constrained")
     parser.add_argument("--out", type=Path, default=None, help="default evals/results/MODEL")
     parser.add_argument("--ctx", type=int, default=8192)

@@ -38,7 +38,7 @@ def engine() -> Iterator[Engine]:
     built()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {"LLAMA_CTX": str(CONTEXT), "LLAMA_N_PREDICT": "32"}
+    env = {"LLAMA_CTX": str(CONTEXT), "LLAMA_N_PREDICT": "32", "LLAMA_MODEL": "smollm2"}
     cmd = [str(REPO / "scripts/llama-server"), "serve", str(port)]
     with running(cmd, env=env, ready_url=f"{url}/health", timeout=120) as proc:
         yield Engine(url, proc)

@@ -18,15 +18,16 @@ import pytest
 
 from tests.support.procs import REPO, Proc
 
-MODEL = "smollm2:135m"  # the alias scripts/llama-server serves the model as
+MODEL = "smollm2:135m"  # the alias scripts/llama-server serves SmolLM2 as (LLAMA_MODEL=smollm2)
 TAIL = 40
 
 
-def built() -> None:
-    """Skip (or, under REQUIRE_E2E=1, fail) when scripts/llama-server has not built the engine yet."""
-    found = subprocess.run([REPO / "scripts/llama-server", "--check"], capture_output=True, text=True, check=False)
+def built(model: str = "smollm2") -> None:
+    """Skip (or, under REQUIRE_E2E=1, fail) when scripts/llama-server has not built the engine or fetched `model`."""
+    cmd = [str(REPO / "scripts/llama-server"), "--model", model, "--check"]
+    found = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if found.returncode != 0:
-        why = "llama-server is not built: run scripts/llama-server (.ci/run does)"
+        why = f"llama-server or {model} is not there: run scripts/llama-server --model {model} (.ci/run does)"
         if os.environ.get("REQUIRE_E2E") == "1":
             pytest.fail(why)
         pytest.skip(why)

@@ -1,5 +1,5 @@
-"""scripts/llama-server: which model it serves (--model / LLAMA_MODEL, SmolLM2 by default), a GGUF joined from
-parts packages used only under its pinned sha256, and the line before a cold engine build. Nothing is built or
+"""scripts/llama-server: which model it serves (--model / LLAMA_MODEL, Qwen2.5-Coder-1.5B by default), a GGUF joined
+from parts packages used only under its pinned sha256, and the line before a cold engine build. Nothing is built or
 downloaded here: the cache is a temporary directory and pip reads a folder of tiny wheels the test makes (no index);
 the real parts are joined in tests/integration/test_llama_server_models.py."""
 
@@ -47,13 +47,23 @@ def lines(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
     return dict(line.split("=", 1) for line in proc.stdout.split())
 
 
-def test_without_a_choice_it_is_smollm2_as_before(tmp_path: Path) -> None:
+def test_without_a_choice_it_is_the_model_that_chooses_tools(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    built_engine(cache)
+    gguf = cache / "qwen2.5-coder-1.5b-cc324af070c2/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"GGUF")
+    found = lines(run(cache, "--check"))
+    assert found["LLAMA_MODEL_GGUF"] == str(gguf) and found["LLAMA_MODEL_NAME"] == "qwen2.5-coder:1.5b"
+
+
+def test_smollm2_is_still_there_by_name(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     built_engine(cache)
     gguf = cache / "smollm2-0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf"
     gguf.parent.mkdir()
     gguf.write_bytes(b"GGUF")
-    found = lines(run(cache, "--check"))
+    found = lines(run(cache, "--model", "smollm2", "--check"))
     assert found["LLAMA_MODEL_GGUF"] == str(gguf) and found["LLAMA_MODEL_NAME"] == "smollm2:135m"
 
 
@@ -107,7 +117,7 @@ def test_a_cold_build_first_says_how_long_it_takes_and_where_its_log_is(tmp_path
     gguf = cache / "smollm2-0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf"
     gguf.parent.mkdir(parents=True)
     gguf.write_bytes(b"GGUF")
-    proc = run(cache)  # no engine cached; pip finds no sdist here, so the build stops at its first step
+    proc = run(cache, "--model", "smollm2")  # no engine cached; pip finds no sdist: the build stops at once
     assert proc.returncode != 0
     log = cache / f"llama-server-11434.0.0-{cpu_key()}.build.log"
     first = proc.stderr.splitlines()[0]
