@@ -47,24 +47,22 @@ def lines(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
     return dict(line.split("=", 1) for line in proc.stdout.split())
 
 
-def test_without_a_choice_it_is_the_model_that_chooses_tools(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("args", "gguf", "served"),
+    [
+        ((), "qwen2.5-coder-1.5b-cc324af070c2/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "qwen2.5-coder:1.5b"),
+        (("--model", "smollm2"), "smollm2-0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2:135m"),
+    ],
+    ids=["default: the model that chooses tools", "smollm2 by name"],
+)
+def test_the_default_and_smollm2_by_name(tmp_path: Path, args: tuple[str, ...], gguf: str, served: str) -> None:
     cache = tmp_path / "cache"
     built_engine(cache)
-    gguf = cache / "qwen2.5-coder-1.5b-cc324af070c2/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-    gguf.parent.mkdir()
-    gguf.write_bytes(b"GGUF")
-    found = lines(run(cache, "--check"))
-    assert found["LLAMA_MODEL_GGUF"] == str(gguf) and found["LLAMA_MODEL_NAME"] == "qwen2.5-coder:1.5b"
-
-
-def test_smollm2_is_still_there_by_name(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    built_engine(cache)
-    gguf = cache / "smollm2-0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf"
-    gguf.parent.mkdir()
-    gguf.write_bytes(b"GGUF")
-    found = lines(run(cache, "--model", "smollm2", "--check"))
-    assert found["LLAMA_MODEL_GGUF"] == str(gguf) and found["LLAMA_MODEL_NAME"] == "smollm2:135m"
+    path = cache / gguf
+    path.parent.mkdir()
+    path.write_bytes(b"GGUF")
+    found = lines(run(cache, *args, "--check"))
+    assert found["LLAMA_MODEL_GGUF"] == str(path) and found["LLAMA_MODEL_NAME"] == served
 
 
 @pytest.mark.parametrize("how", ["option", "env"])
