@@ -168,8 +168,8 @@ def test_a_round_run_by_a_plain_rq_worker_still_takes_the_backends_slot(
     freed: list[float] = []
 
     def free() -> None:
+        freed.append(time.time())  # before the delete: a round started the instant after it is still after this
         sync.delete(SLOT)
-        freed.append(time.time())
 
     timer = threading.Timer(0.5, free)
     timer.start()
