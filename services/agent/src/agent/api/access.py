@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,37 +198,66 @@ def flush(security: Security) -> None:
             log.error("audit_write_failed", error=f"{type(exc).__name__}: {exc}")
 
 
-async def audited(
-    request: Request,
-    model: str,
-    conversation: list[Message],
-    events: AsyncIterator[LoopEvent],
-    context: RequestContext,
-    task: ClientTask | None = None,
-) -> AsyncIterator[LoopEvent]:
-    """Pass the loop's events through and write the request's audit record when it ends, however it ends. The
-    record's `workers` are those the queue noted in the `context` the loop ran under."""
-    security: Security = request.app.state.security
-    toolbox = getattr(request.app.state, "toolbox", None)
-    rules = toolbox.audit_rules if toolbox else lambda name: ArgumentRules()
-    trail, status, error = Trail(rules, workers=context.workers), 200, None
-    try:
-        async for event in events:
-            trail.observe(event, security.pseudonyms)
-            yield event
-    except AgentError as exc:  # the client reads exc.client_message; the operator's detail is logged here
-        status, error = exc.status, exc.code or type(exc).__name__
-        log.warning("request_failed", status=exc.status, error=type(exc).__name__, message=exc.message)
-        request.state.failure_logged = True  # the exception handler answering it must not log it again
-        raise
-    except BaseException as exc:  # cancelled by a client that left, or a bug: still one record
-        if trail.answer_sha256 is None or isinstance(exc, Exception):  # closed after the answer: it was served
-            status, error = (499, "client_closed") if not isinstance(exc, Exception) else (500, type(exc).__name__)
-        raise
-    finally:
-        await _write(
-            request, _base_record(request, status, error) | _content(security, model, conversation, trail, task)
-        )
+class Audited:
+    """The loop's events passed through under the audit trail, whose one record is written when they end, however
+    they end. `aclose()` ends them too, before their first event included: a generator alone cannot record that
+    (a body never started has no `finally` to run), and a chat screen's stream sends its first line before it pulls
+    an event. The chat routes' responses close it as they end, so no record waits for the garbage collector. Its
+    `workers` are those the queue noted in the `context` the loop ran under."""
+
+    def __init__(
+        self,
+        request: Request,
+        model: str,
+        conversation: list[Message],
+        events: AsyncIterator[LoopEvent],
+        context: RequestContext,
+        task: ClientTask | None = None,
+    ) -> None:
+        toolbox = getattr(request.app.state, "toolbox", None)
+        rules = toolbox.audit_rules if toolbox else lambda name: ArgumentRules()
+        self.request, self.model, self.conversation, self.task = request, model, conversation, task
+        self.security: Security = request.app.state.security
+        self.trail = Trail(rules, workers=context.workers)
+        self._events = self._pass(events)
+        self._started = False
+
+    def __aiter__(self) -> Audited:
+        return self
+
+    async def __anext__(self) -> LoopEvent:
+        self._started = True
+        return await anext(self._events)
+
+    async def aclose(self) -> None:
+        """Started, the events write their record as they close (none if it is written already); never started,
+        the record is written here: only a client gone leaves a stream unread."""
+        unstarted, self._started = not self._started, True
+        await self._events.aclose()
+        if unstarted:
+            await self._record(499, "client_closed")
+
+    async def _pass(self, events: AsyncIterator[LoopEvent]) -> AsyncGenerator[LoopEvent, None]:
+        status, error = 200, None
+        try:
+            async for event in events:
+                self.trail.observe(event, self.security.pseudonyms)
+                yield event
+        except AgentError as exc:  # the client reads exc.client_message; the operator's detail is logged here
+            status, error = exc.status, exc.code or type(exc).__name__
+            log.warning("request_failed", status=exc.status, error=type(exc).__name__, message=exc.message)
+            self.request.state.failure_logged = True  # the exception handler answering it must not log it again
+            raise
+        except BaseException as exc:  # cancelled by a client that left, or a bug: still one record
+            if self.trail.answer_sha256 is None or isinstance(exc, Exception):  # closed after the answer: it was served
+                status, error = (499, "client_closed") if not isinstance(exc, Exception) else (500, type(exc).__name__)
+            raise
+        finally:
+            await self._record(status, error)
+
+    async def _record(self, status: int, error: str | None) -> None:
+        content = _content(self.security, self.model, self.conversation, self.trail, self.task)
+        await _write(self.request, _base_record(self.request, status, error) | content)
 
 
 def _content(

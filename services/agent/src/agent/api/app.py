@@ -81,7 +81,7 @@ def create_app(settings: Settings, backend: ModelBackend | None = None, toolbox:
 
     @app.exception_handler(AgentError)
     async def agent_error(request: Request, exc: AgentError) -> JSONResponse:
-        if not getattr(request.state, "failure_logged", False):  # a chat's failure: logged by access.audited
+        if not getattr(request.state, "failure_logged", False):  # a chat's failure: logged by access.Audited
             log.warning("request_failed", status=exc.status, error=type(exc).__name__, message=exc.message)
         await access.audit_failure(request, exc)
         return error_response(exc, ollama_shape=request.url.path.startswith("/api/"))

@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from agent.api import access
 from agent.api.bodies import capture, flag, include_usage, read_json, resolve_model
@@ -36,11 +37,12 @@ async def chat_completions(request: Request, settings: SettingsDep, loop: LoopDe
     headers = {"Cache-Control": "no-cache"}
     if request.state.identity.method == "frontend":
         # A chat screen's stream starts at once with its unfinished mark (a stop before the first word leaves it),
-        # a failure included: Starlette cancels the loop if the screen goes (499 in the audit log, as mid-answer).
+        # a failure included: Starlette cancels the loop if the screen goes (499 in the audit log, as mid-answer;
+        # before the loop's first event too, as the answer closes its events).
         screen = OpenAIRenderer(model, guess_language(last_user_text(data.get("messages"))))
-        return StreamingResponse(screen.stream(events, usage), media_type="text/event-stream", headers=headers)
+        return Answer(screen.stream(events, usage), events, media_type="text/event-stream", headers=headers)
     chunks = OpenAIRenderer(model).stream(await _until_disconnect(request, _first(events)), usage)
-    return StreamingResponse(chunks, media_type="text/event-stream", headers=headers)
+    return Answer(chunks, events, media_type="text/event-stream", headers=headers)
 
 
 @router.post("/api/chat", openapi_extra=body_of(OllamaChatRequest))
@@ -58,12 +60,12 @@ async def ollama_chat(request: Request, settings: SettingsDep, loop: LoopDep, ta
             raise  # other clients get the HTTP status and error body of docs/api.md
         # A chat screen shows the failure where the answer goes, as it does a failure mid-answer.
         return StreamingResponse(iter(renderer.failed(exc)), media_type="application/x-ndjson")
-    return StreamingResponse(renderer.stream(first), media_type="application/x-ndjson")
+    return Answer(renderer.stream(first), events, media_type="application/x-ndjson")
 
 
 def start_loop(
     request: Request, data: dict[str, Any], settings: Settings, loop: ToolLoop, tasks: TaskRunner
-) -> tuple[str, AsyncIterator[LoopEvent]]:
+) -> tuple[str, access.Audited]:
     """Check the body, then run the tool loop (or the front-end's background task) under the audit trail."""
     capture(settings.debug_capture_file, data)
     model = resolve_model(data, settings)
@@ -78,7 +80,7 @@ def start_loop(
         events = tasks.run(task, conversation, model, context)
     else:
         events = loop.run(conversation, model, access.caller(request), context)
-    return model, access.audited(request, model, conversation, events, context, task)
+    return model, access.Audited(request, model, conversation, events, context, task)
 
 
 async def _first(events: AsyncIterator[LoopEvent]) -> AsyncIterator[LoopEvent]:
@@ -91,6 +93,28 @@ async def _first(events: AsyncIterator[LoopEvent]) -> AsyncIterator[LoopEvent]:
             yield event
 
     return chained()
+
+
+class Answer(StreamingResponse):
+    """A streamed answer that closes the loop's audited events as it ends, however it ends: Starlette leaves a
+    stream it stopped reading (its client gone) open, so their record would wait for the garbage collector, or
+    never be written when the stream had pulled no event yet (agent.api.access.Audited)."""
+
+    def __init__(
+        self,
+        content: AsyncIterator[str],
+        events: access.Audited,
+        media_type: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(content, media_type=media_type, headers=headers)
+        self.events = events
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.events.aclose()
 
 
 class ClientLeft(Exception):
