@@ -4,6 +4,7 @@ SmolLM2-135M on the CPU), measured on the agent's own round bodies for the shipp
 - extra prompt tokens: the prompt line explaining the schema (English + Turkish), the tool catalogue the
   constrained prompt carries, and whole rounds native vs constrained (the engine's own `usage.prompt_tokens`;
   native rounds carry the tools as `tools`, which the chat template renders — or drops: SmolLM2's own does);
+  and a decision's system prompt whole and name-first (TOOL_DECISION: the choice, then one tool's arguments);
 - grammar: the same cached prompt asked for one token with and without the decision schema, alternately; the
   difference of the medians is the schema's grammar compile plus one constrained sampling step.
 Usage: scripts/bench-constrained [--repeat N]
@@ -21,7 +22,14 @@ import httpx
 
 from agent.backends.base import RoundRequest
 from agent.backends.openai_body import openai_body
-from agent.loop.constrained import DECISION_LINE, catalogue, decision_schema, system_prompt
+from agent.loop.constrained import (
+    DECISION_LINE,
+    arguments_prompt,
+    catalogue,
+    choice_prompt,
+    decision_schema,
+    system_prompt,
+)
 from agent.loop.prompt import SYSTEM_PROMPT
 from agent.toolspec import ToolSpec
 from tests.bench.retrieval import tool_list
@@ -58,6 +66,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"engine: llama-server + SmolLM2-135M (CPU), {len(specs)} tools")
         print(f"prompt line (EN+TR): {tokens(http, url, DECISION_LINE)} tokens; "
               f"tool catalogue: {tokens(http, url, catalogue(specs))} tokens")  # fmt: skip
+        whole, choice = (tokens(http, url, p(SYSTEM_PROMPT, specs)) for p in (system_prompt, choice_prompt))
+        arguments = sorted(tokens(http, url, arguments_prompt(SYSTEM_PROMPT, s)) for s in specs)
+        print(f"system prompt of a decision: whole {whole} tokens; TOOL_DECISION=name_first: the choice {choice} "
+              f"tokens, then the chosen tool's arguments {arguments[0]}-{arguments[-1]} tokens")  # fmt: skip
         for q in QUESTIONS:
             native = ask(http, url, body(specs, q, False, False))[1]["usage"]["prompt_tokens"]
             constrained = ask(http, url, body(specs, q, True, False))[1]["usage"]["prompt_tokens"]

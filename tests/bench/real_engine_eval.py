@@ -4,7 +4,8 @@ Qwen2.5-Coder model by --model), native and constrained tool calling, then `agen
 SmolLM2 is a 135M model: its accuracy says nothing about a model anyone would deploy; it shows what constrained
 decoding guarantees whatever the model (every decision valid) and what a round costs. The Qwen2.5-Coder models
 (qwen-0.5b, qwen-1.5b) do choose tools. Usage: scripts/eval-real-engine [--model smollm2|qwen-0.5b|qwen-1.5b]
-[--modes native,constrained] [--out DIR] [agent-eval run options such as --tag core]
+[--modes native,constrained,name-first] [--out DIR] [agent-eval run options such as --tag core]; `name-first` is
+TOOL_CALLING=constrained with TOOL_DECISION=name_first. Two modes: `agent-eval compare` of the first and second.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ from pathlib import Path
 from agent.eval import cli as eval_cli
 from tests.support.real_engine import agent_stack, engine, served_name
 
+# A mode: TOOL_CALLING and the other settings it stands for.
+MODES = {
+    "native": ("native", {}),
+    "constrained": ("constrained", {"TOOL_DECISION": "whole"}),
+    "name-first": ("constrained", {"TOOL_DECISION": "name_first"}),
+}
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
@@ -26,18 +34,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-predict", type=int, default=96, help="the engine's token limit per round")
     args, rest = parser.parse_known_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if unknown := [m for m in modes if m not in MODES]:
+        parser.error(f"unknown mode {unknown[0]!r} (modes: {', '.join(MODES)})")
     out_root: Path = args.out or Path("evals/results") / args.model
     name = served_name(args.model)
     with engine(args.ctx, args.n_predict, args.model) as url:
         for mode in modes:
-            with agent_stack(url, mode, model_name=name) as api:
+            tool_calling, extra = MODES[mode]
+            with agent_stack(url, tool_calling, model_name=name, **extra) as api:
                 out = out_root / mode
-                code = eval_cli.main(["run", "--base-url", api, "--model", name, "--tool-calling", mode,
+                code = eval_cli.main(["run", "--base-url", api, "--model", name, "--tool-calling", tool_calling,
                                       "--out", str(out), *rest])  # fmt: skip
                 if code not in (0, 1):
                     return code
-    if len(modes) == 2:
-        before, after = (out_root / m / f"{eval_cli.slug(name)}.json" for m in modes)
+    if len(modes) >= 2:
+        before, after = (out_root / m / f"{eval_cli.slug(name)}.json" for m in modes[:2])
         return eval_cli.main(["compare", str(before), str(after), "--out", str(out_root / "compare.md")])
     return 0
 

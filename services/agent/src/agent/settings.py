@@ -119,6 +119,11 @@ class Settings(BaseSettings):
     """`native`: the tools go to the model server as `tools` and the model writes calls its own way;
     `constrained`: each tool-deciding round asks for one JSON decision (answer, or one offered tool with arguments
     valid for it) under a schema the server enforces while decoding — [tools.md](tools.md#constrained-tool-calling)"""
+    tool_decision: Literal["whole", "name_first"] = "whole"
+    """with `TOOL_CALLING=constrained`: `whole`, one decision round under every offered tool's description and
+    arguments; `name_first`, a round choosing among the tool names under one summary line per tool, then, for a
+    tool with arguments, a round writing them under that tool's description alone —
+    [tools.md](tools.md#constrained-tool-calling)"""
     round_timeout_seconds: float = 120.0
     """longest single LLM round, from the request to the model server to its last token, before 504: the whole
     round (a server that trickles tokens is stopped too), in direct and queue mode, with either `MODEL_PROTOCOL`"""

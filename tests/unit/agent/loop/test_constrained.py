@@ -13,10 +13,21 @@ from agent.backends.base import RoundRequest
 from agent.backends.openai_body import openai_body
 from agent.context import RequestContext
 from agent.errors import DependencyDown
-from agent.loop.constrained import DECISION_LINE, DECISION_MAX_TOKENS, InvalidDecision, decision_schema
+from agent.loop.constrained import (
+    ARGUMENTS_LINE,
+    CHOICE_LINE,
+    DECISION_LINE,
+    DECISION_MAX_TOKENS,
+    InvalidDecision,
+    choice_prompt,
+    decision_schema,
+    summary,
+    system_prompt,
+)
 from agent.loop.engine import ToolLoop
 from agent.loop.events import Caller, FinalEvent, LoopEvent, TextEvent
 from agent.settings import Settings
+from agent.toolspec import ToolSpec
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend
 
 Q = [{"role": "user", "content": "how many accounts are long on EURUSD?"}]
@@ -36,6 +47,15 @@ async def run(settings: Settings, backend: ScriptedBackend, box: MemoryToolBox, 
               ) -> list[LoopEvent]:  # fmt: skip
     loop = ToolLoop(settings, backend, box)  # type: ignore[arg-type]
     return [e async for e in loop.run(Q, "qwen3:4b", caller or Caller(), RequestContext("rid"))]
+
+
+@pytest.fixture
+def name_first(constrained: Settings) -> Settings:
+    return constrained.model_copy(update={"tool_decision": "name_first"})
+
+
+def choose(tool: str) -> str:
+    return json.dumps({"decision": "call", "tool": tool})
 
 
 def offered_tools(request: RoundRequest) -> set[str]:
@@ -130,3 +150,66 @@ async def test_a_decision_round_the_server_dropped_is_asked_once_more(constraine
     backend = ScriptedBackend([dropped, dropped])
     with pytest.raises(DependencyDown):  # twice is the server being down: the request fails as before
         await run(constrained, backend, MemoryToolBox())
+
+
+async def test_name_first_chooses_among_the_permitted_names_then_writes_that_tools_arguments(
+    name_first: Settings,
+) -> None:
+    replies = [choose("pozisyon_dagilimi"), json.dumps({"symbol": "EURUSD"}), ANSWER, "12 long, 7 short."]
+    backend, box = ScriptedBackend(replies), MemoryToolBox()
+    caller = Caller(role="desk", may_use=lambda name: name != "islem_hacmi")
+    final = (await run(name_first, backend, box, caller))[-1]
+    assert isinstance(final, FinalEvent) and final.answer.startswith("12 long, 7 short.")
+    assert box.calls == [("pozisyon_dagilimi", {"symbol": "EURUSD"})]
+    first, second = backend.requests[0], backend.requests[1]
+    assert first.schema is not None and first.tools is None
+    names = [b["properties"]["tool"]["enum"] for b in first.schema["anyOf"] if "tool" in b["properties"]]
+    assert names == [["pozisyon_dagilimi", "sistem_bilgisi"]]  # only the caller's, and by name only
+    system = first.messages[0]["content"]
+    assert CHOICE_LINE in system and "- pozisyon_dagilimi: positions" in system and "###" not in system
+    assert "islem_hacmi" not in system
+    # the second round: that tool alone, whole, under its own input schema; the question is still there
+    assert ARGUMENTS_LINE.format(name="pozisyon_dagilimi") in second.messages[0]["content"]
+    assert "### pozisyon_dagilimi" in second.messages[0]["content"] and "sistem_bilgisi" not in str(second.messages)
+    assert second.schema is not None and second.schema["properties"].keys() == {"symbol"}
+    assert second.messages[1:] == first.messages[1:] and second.round == first.round
+    # the next decision is a name again, then the answer streams under its own prompt
+    assert backend.requests[2].messages[0]["content"] == system and backend.requests[3].schema is None
+
+
+async def test_name_first_asks_no_arguments_of_a_tool_that_takes_none(name_first: Settings) -> None:
+    backend, box = ScriptedBackend([choose("sistem_bilgisi"), ANSWER, "It is noon."]), MemoryToolBox()
+    await run(name_first, backend, box)
+    assert box.calls == [("sistem_bilgisi", {})] and len(backend.requests) == 3
+
+
+@pytest.mark.parametrize(
+    "replies",
+    [
+        [choose("islem_hacmi")],  # a real tool this caller was not offered
+        [json.dumps({"decision": "call", "tool": "pozisyon_dagilimi", "arguments": {"symbol": "X"}})],  # no args yet
+        [choose("pozisyon_dagilimi"), json.dumps({"symbol": 5})],  # arguments of the wrong type
+        [choose("pozisyon_dagilimi"), json.dumps({"symbol": "EURUSD", "side": "long"})],  # one it does not take
+        [choose("pozisyon_dagilimi"), '{"symbol": "EUR'],  # cut off
+        [choose("pozisyon_dagilimi"), '["EURUSD"]'],  # not an object
+    ],
+)
+async def test_name_first_runs_nothing_outside_either_schema(name_first: Settings, replies: list[str]) -> None:
+    backend, box = ScriptedBackend([*replies, ANSWER, "ok"]), MemoryToolBox()
+    caller = Caller(role="desk", may_use=lambda name: name != "islem_hacmi")
+    with pytest.raises(InvalidDecision) as raised:
+        await run(name_first, backend, box, caller)
+    assert box.calls == [] and len(backend.requests) == len(replies)
+    assert raised.value.code == "invalid_decision"
+
+
+def test_a_summary_is_the_first_line_and_the_example() -> None:
+    spec = ToolSpec(
+        "depozit_ozeti",
+        'Returns deposits for a day.\n\n    WHEN TO USE: deposits.\n    Example: "Bugün kaç dolar yatırıldı?"\n',
+        {"type": "object", "properties": {}},
+    )
+    assert summary(spec) == 'Returns deposits for a day. Example: "Bugün kaç dolar yatırıldı?"'
+    assert summary(ToolSpec("x", "One line only.", {})) == "One line only."
+    whole, short = system_prompt("base", [spec]), choice_prompt("base", [spec])
+    assert "WHEN TO USE" in whole and "WHEN TO USE" not in short and len(short) < len(whole)

@@ -95,6 +95,7 @@ async def agent_info(
         "system_prompt_sha256": hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(),
         "role": role,
         "tool_calling": settings.tool_calling,
+        "tool_decision": settings.tool_decision,
     }
     try:
         tools = await toolbox.list_tools(context=access.request_context(request))

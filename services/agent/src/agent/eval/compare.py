@@ -18,6 +18,7 @@ Change = Literal["fixed", "broken", "changed", "added", "removed"]
 META_KEYS = (
     "model",
     "tool_calling",
+    "tool_decision",
     "ollama_version",
     "api_version",
     "agent_version",

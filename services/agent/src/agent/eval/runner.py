@@ -162,6 +162,7 @@ def collect_meta(
         "agent_options": info.get("options"),
         "max_tool_rounds": info.get("max_tool_rounds"),
         "tool_calling": info.get("tool_calling"),
+        "tool_decision": info.get("tool_decision"),
         "agent_info_available": bool(info),
         "questions_file": questions.source,
         "questions_sha256": questions.sha256,

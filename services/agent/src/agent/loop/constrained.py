@@ -14,6 +14,12 @@ schema or tools, which streams as usual, under its own prompt (agent.loop.prompt
 line, the catalogue and the history's calls left out, plain language asked for); a call it still writes as text is
 recognised (agent.loop.textcall). A reply that does not fit the schema means the server did not enforce it:
 InvalidDecision, and nothing runs.
+
+With TOOL_DECISION=name_first the decision takes two smaller rounds instead of one: the first chooses among the
+tool names (an `enum`) under a catalogue of one summary line per tool; the second, only when the chosen tool has
+arguments, writes them under that tool's whole description and its own input schema. The first round's prompt is
+a fraction of the whole catalogue (`scripts/bench-constrained` prints both), and it is the same for every
+question, so a model server's prompt cache keeps it.
 """
 
 from __future__ import annotations
@@ -43,6 +49,17 @@ DECISION_LINE = (
     '{"decision": "call", "tool": NAME, "arguments": {...}} to call one of the tools below.\n'
     'Tek bir JSON nesnesiyle yanıt ver: kullanıcıyı kendin yanıtlamak için {"decision": "answer"}, '
     'aşağıdaki araçlardan birini çağırmak için {"decision": "call", "tool": AD, "arguments": {...}}.'
+)
+# TOOL_DECISION=name_first: the first round names a tool (or answers), the second writes that tool's arguments.
+CHOICE_LINE = (
+    'Reply with one JSON object: {"decision": "answer"} to answer the user yourself, or '
+    '{"decision": "call", "tool": NAME} to call one of the tools below.\n'
+    'Tek bir JSON nesnesiyle yanıt ver: kullanıcıyı kendin yanıtlamak için {"decision": "answer"}, '
+    'aşağıdaki araçlardan birini çağırmak için {"decision": "call", "tool": AD}.'
+)
+ARGUMENTS_LINE = (
+    "You call the tool {name} now. Reply with its arguments as one JSON object, taken from the user's question.\n"
+    "Şimdi {name} aracını çağırıyorsun. Argümanlarını kullanıcının sorusundan alarak tek bir JSON nesnesiyle yaz."
 )
 SCHEMA_NAME = "decision"
 log = structlog.get_logger("agent.loop.constrained")
@@ -83,12 +100,6 @@ def _bounded(prop: dict[str, Any]) -> dict[str, Any]:
 
 def decision_schema(specs: list[ToolSpec]) -> dict[str, Any]:
     """One schema for the whole decision: answer, or exactly one of `specs` with its own arguments."""
-    answer = {
-        "type": "object",
-        "properties": {"decision": {"const": "answer"}},
-        "required": ["decision"],
-        "additionalProperties": False,
-    }
     calls = [
         {
             "type": "object",
@@ -102,7 +113,16 @@ def decision_schema(specs: list[ToolSpec]) -> dict[str, Any]:
         }
         for spec in specs
     ]
-    return {"anyOf": [answer, *calls]}
+    return {"anyOf": [_answer(), *calls]}
+
+
+def _answer() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"decision": {"const": "answer"}},
+        "required": ["decision"],
+        "additionalProperties": False,
+    }
 
 
 def _argument_line(name: str, prop: dict[str, Any], required: bool) -> str:
@@ -127,6 +147,45 @@ def system_prompt(base: str, specs: list[ToolSpec]) -> str:
     return f"{base}\n\n{DECISION_LINE}\n\n{catalogue(specs)}"
 
 
+def choice_schema(specs: list[ToolSpec]) -> dict[str, Any]:
+    """The first round of a name-first decision: answer, or one of `specs` by name (no arguments yet)."""
+    call = {
+        "type": "object",
+        "properties": {"decision": {"const": "call"}, "tool": {"enum": [spec.name for spec in specs]}},
+        "required": ["decision", "tool"],
+        "additionalProperties": False,
+    }
+    return {"anyOf": [_answer(), call]}
+
+
+def summary(spec: ToolSpec) -> str:
+    """A tool in one line for the name-first catalogue: its description's first line, and its example when it
+    gives one (the shipped tools' bilingual `Example:` line: the Turkish way to ask, in a few tokens)."""
+    lines = [line.strip() for line in spec.description.strip().splitlines() if line.strip()]
+    example = next((line for line in lines[1:] if line.startswith("Example:")), "")
+    return " ".join(part for part in (lines[0] if lines else "", example) if part)
+
+
+def choice_prompt(base: str, specs: list[ToolSpec]) -> str:
+    """The first round's system prompt: the choice line and one summary line per offered tool."""
+    tools = "\n".join(f"- {spec.name}: {summary(spec)}" for spec in specs)
+    return f"{base}\n\n{CHOICE_LINE}\n\nTools / Araçlar:\n{tools}"
+
+
+def arguments_prompt(base: str, spec: ToolSpec) -> str:
+    """The second round's system prompt: the chosen tool alone, whole, and what to write."""
+    return f"{base}\n\n{ARGUMENTS_LINE.format(name=spec.name)}\n\n{catalogue([spec])}"
+
+
+def arguments_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The second round's schema: the chosen tool's own arguments, bounded as in a one-round decision."""
+    return _arguments_schema(spec)
+
+
+def takes_arguments(spec: ToolSpec) -> bool:
+    return bool(spec.input_schema.get("properties"))
+
+
 def parse(text: str, schema: dict[str, Any], call_id: str, cut_off: bool) -> ToolCall | None:
     """The decision as a tool call (None: answer now); InvalidDecision when it does not fit the schema."""
     try:
@@ -143,26 +202,48 @@ def parse(text: str, schema: dict[str, Any], call_id: str, cut_off: bool) -> Too
         )
     if value["decision"] == "answer":
         return None
-    return ToolCall(call_id, value["tool"], dict(value["arguments"]))
+    return ToolCall(call_id, value["tool"], dict(value.get("arguments", {})))  # none yet in a name-first choice
+
+
+def parse_arguments(text: str, schema: dict[str, Any], tool: str, cut_off: bool) -> dict[str, Any]:
+    """A name-first decision's second round: the chosen tool's arguments; InvalidDecision when off the schema."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        why = "it was cut off by the token limit" if cut_off else f"it is not JSON ({exc})"
+        raise InvalidDecision(f"The model's arguments for {tool} do not fit the schema: {why}: {text[:120]!r}") from exc
+    problems = [] if not isinstance(value, dict) else list(jsonschema.Draft202012Validator(schema).iter_errors(value))
+    if not isinstance(value, dict) or problems:
+        why = problems[0].message[:200] if problems else "not a JSON object"
+        raise InvalidDecision(f"The model's arguments for {tool} do not fit the schema sent: {why}")
+    return value
 
 
 async def decide(
     backend: ModelBackend, request: RoundRequest, usage: Usage, context: RequestContext
 ) -> ToolCall | None:
-    """Run one decision round and return the chosen call, or None to answer. Nothing of a decision reaches the
+    """Run one decision round and return the chosen call, or None to answer."""
+    assert request.schema is not None
+    text, cut_off = await json_round(backend, request, usage, context)
+    return parse(text, request.schema, f"call_{request.request_id or 'r'}_{request.round}", cut_off)
+
+
+async def json_round(
+    backend: ModelBackend, request: RoundRequest, usage: Usage, context: RequestContext
+) -> tuple[str, bool]:
+    """One round under `request.schema`: its text, and whether the token limit cut it. Nothing of it reaches the
     user, so a round the model server dropped (a connection closed under it: seen with llama-server on a loaded
     host) is asked once more instead of failing the request."""
     try:
-        return await _decide_once(backend, request, usage, context)
+        return await _json_round_once(backend, request, usage, context)
     except DependencyDown as exc:
         log.warning("decision_retried", error=exc.message)
-        return await _decide_once(backend, request, usage, context)
+        return await _json_round_once(backend, request, usage, context)
 
 
-async def _decide_once(
+async def _json_round_once(
     backend: ModelBackend, request: RoundRequest, usage: Usage, context: RequestContext
-) -> ToolCall | None:
-    assert request.schema is not None
+) -> tuple[str, bool]:
     text, cut_off = "", False
     async for event in backend.stream_round(request, context):
         if isinstance(event, TextDelta):
@@ -174,4 +255,4 @@ async def _decide_once(
             usage.prompt_tokens += event.prompt_tokens
             usage.completion_tokens += event.completion_tokens
             cut_off = event.done_reason == "length"
-    return parse(text, request.schema, f"call_{request.request_id or 'r'}_{request.round}", cut_off)
+    return text, cut_off

@@ -28,8 +28,7 @@ from agent.backends.base import (
 )
 from agent.checks import mode
 from agent.context import RequestContext
-from agent.loop.constrained import DECISION_MAX_TOKENS, decide, decision_schema
-from agent.loop.constrained import system_prompt as constrained_prompt
+from agent.loop import constrained as decision
 from agent.loop.events import (
     Caller,
     FinalEvent,
@@ -79,7 +78,10 @@ class ToolLoop:
         selection = self.retriever.select(tools, list(specs), conversation)  # once: every round offers this set
         constrained = self.settings.tool_calling == "constrained"
         offer = [specs[n] for n in selection.names]
-        prompt = constrained_prompt(SYSTEM_PROMPT, offer) if constrained else SYSTEM_PROMPT
+        prompt = SYSTEM_PROMPT
+        if constrained:
+            name_first = self.settings.tool_decision == "name_first"
+            prompt = (decision.choice_prompt if name_first else decision.system_prompt)(SYSTEM_PROMPT, offer)
         state = _State(
             [{"role": "system", "content": prompt}, *conversation],
             context,
@@ -181,19 +183,38 @@ class ToolLoop:
         )
 
     async def _decide(self, state: _State, model: str, offered: list[ToolSpec], rnd: int) -> ToolCall | None:
-        request = RoundRequest(
+        """The constrained decision: one round (TOOL_DECISION=whole), or a name, then that tool's arguments."""
+        state.round_text = ""
+        if self.settings.tool_decision == "whole":
+            request = self._json_request(state, model, rnd, state.messages, decision.decision_schema(offered))
+            return await decision.decide(self.backend, request, state.usage, state.context)
+        request = self._json_request(state, model, rnd, state.messages, decision.choice_schema(offered))
+        choice = await decision.decide(self.backend, request, state.usage, state.context)
+        if choice is None:
+            return None
+        spec = next(s for s in offered if s.name == choice.name)  # the schema's enum admits no other name
+        if not decision.takes_arguments(spec):
+            return choice
+        system: Message = {"role": "system", "content": decision.arguments_prompt(SYSTEM_PROMPT, spec)}
+        schema = decision.arguments_schema(spec)
+        request = self._json_request(state, model, rnd, [system, *state.messages[1:]], schema)
+        text, cut_off = await decision.json_round(self.backend, request, state.usage, state.context)
+        return ToolCall(choice.id, spec.name, decision.parse_arguments(text, schema, spec.name, cut_off))
+
+    def _json_request(
+        self, state: _State, model: str, rnd: int, messages: list[Message], schema: dict[str, Any]
+    ) -> RoundRequest:
+        return RoundRequest(
             model=model,
-            messages=list(state.messages),
+            messages=list(messages),
             tools=None,
-            options={**self.settings.round_options(), "num_predict": DECISION_MAX_TOKENS},
+            options={**self.settings.round_options(), "num_predict": decision.DECISION_MAX_TOKENS},
             think=self.settings.think_value(),
             request_id=state.context.request_id,
             round=rnd,
-            schema=decision_schema(offered),
+            schema=schema,
             share=state.share,
         )
-        state.round_text = ""
-        return await decide(self.backend, request, state.usage, state.context)
 
     async def _round(
         self,
