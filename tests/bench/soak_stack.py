@@ -25,6 +25,7 @@ import httpx
 import redis
 
 from agent.queue import keys
+from agent.security.audit import chain_files
 from tests.support.procs import REPO, VENV_BIN, free_port, redis_server_cmd, wait_until
 
 MODEL = "qwen3:4b"
@@ -220,9 +221,8 @@ class SoakStack:
         return dict(httpx.get(f"{self.ollama_url}/_fake/stats", timeout=10).json())
 
     def audit_records(self) -> int:
-        return sum(
-            1 for path in self.audit_dir.glob("*.jsonl") for line in path.read_text().splitlines() if line.strip()
-        )
+        # every file of the chain: a soak that crosses midnight rotates audit.jsonl to audit.jsonl.<first seq>
+        return sum(1 for path in chain_files(self.audit_dir) for line in path.read_text().splitlines() if line.strip())
 
     def leftovers(self) -> dict[str, int]:
         """Queue state that should be empty once every request is over: slot locks, queued jobs, event streams."""

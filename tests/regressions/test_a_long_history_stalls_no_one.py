@@ -4,7 +4,8 @@ included, waited 958-1060 ms. The check now runs on its own thread with a budget
 /healthz is not held up by it while such a history is being checked, and the answer still comes.
 
 No wall-clock figure: on a loaded machine everything slows together, so the longest /healthz wait is compared with
-the chat requests of the same run. On the loop, a poll landing as a check starts waits for the whole check, most
+the longest chat request of the same run (the one that checked longest: a later request may check much less, seen
+at 74 ms of a first one's 794 ms, so the shortest is no measure of a check). On the loop, a poll landing as a check starts waits for the whole check, most
 of its request (measured: ~1 s of a ~1.2 s request); off the loop it waits at most for the body's parsing, which
 stays on the loop (measured: up to ~0.3 s of a 1.1 s request on a loaded 2-core box)."""
 
@@ -48,4 +49,4 @@ def test_healthz_stays_fast_while_a_figure_filled_history_is_checked(agent_api: 
         done.set()
         poller.join()
     assert len(latencies) > 10
-    assert max(latencies) < 0.5 * min(requests), (sorted(latencies)[-5:], requests)
+    assert max(latencies) < 0.5 * max(requests), (sorted(latencies)[-5:], requests)

@@ -53,9 +53,11 @@ DECISION_LINE = (
 # TOOL_DECISION=name_first: the first round names a tool (or answers), the second writes that tool's arguments.
 CHOICE_LINE = (
     'Reply with one JSON object: {"decision": "answer"} to answer the user yourself, or '
-    '{"decision": "call", "tool": NAME} to call one of the tools below.\n'
+    '{"decision": "call", "tool": NAME} to call one of the tools below. You do not know the date, the time or '
+    "any of the company's figures: for those, call the tool whose line fits.\n"
     'Tek bir JSON nesnesiyle yanıt ver: kullanıcıyı kendin yanıtlamak için {"decision": "answer"}, '
-    'aşağıdaki araçlardan birini çağırmak için {"decision": "call", "tool": AD}.'
+    'aşağıdaki araçlardan birini çağırmak için {"decision": "call", "tool": AD}. Tarihi, saati ve şirketin '
+    "rakamlarını bilmiyorsun: bunlar için satırı uyan aracı çağır."
 )
 ARGUMENTS_LINE = (
     "You call the tool {name} now. Reply with its arguments as one JSON object, taken from the user's question.\n"
