@@ -4,10 +4,11 @@ included, waited 958-1060 ms. The check now runs on its own thread with a budget
 /healthz is not held up by it while such a history is being checked, and the answer still comes.
 
 No wall-clock figure: on a loaded machine everything slows together, so the longest /healthz wait is compared with
-the longest chat request of the same run (the one that checked longest: a later request may check much less, seen
-at 74 ms of a first one's 794 ms, so the shortest is no measure of a check). On the loop, a poll landing as a check starts waits for the whole check, most
-of its request (measured: ~1 s of a ~1.2 s request); off the loop it waits at most for the body's parsing, which
-stays on the loop (measured: up to ~0.3 s of a 1.1 s request on a loaded 2-core box)."""
+the longest chat request of the same run (the one that checked longest: a later one may check much less, seen at
+74 ms after a first one's 794 ms, so the shortest is no measure of a check). On the loop, a poll landing as a check
+starts waits for the whole check, most of its request (measured: ~1 s of a ~1.2 s request); off the loop it waits
+at most for the body's parsing, which stays on the loop (measured: up to ~0.3 s of a 1.1 s request on a loaded
+2-core box)."""
 
 from __future__ import annotations
 
