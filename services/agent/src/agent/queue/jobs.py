@@ -9,7 +9,7 @@ writes its error and frees its slot before RQ records the job as failed.
 `execute_round` takes a slot of the backend's counted lock (reading the round's cancel flag in the same round
 trip), streams the round through the direct backend (agent.backends.engine.direct_backend: the same deadline,
 ROUND_TIMEOUT_SECONDS, and the same model metrics as direct mode) and relays its events to the round's stream
-(agent.queue.writer, entry kinds in agent.queue.events); `accepted` and `started` go out once the model request
+(agent.queue.writer, entry kinds in agent.queue.keys); `accepted` and `started` go out once the model request
 is written (the request's own httpcore trace callback, `sent_trace`; FLUSH_AFTER at most). A client that goes
 away sets the cancel flag; the writer's next write sees it and the round's task is cancelled, which closes the
 model's stream (Ollama stops generating on disconnect).
@@ -39,8 +39,7 @@ from agent.backends.ollama import OllamaBackend
 from agent.backends.stream import Trace
 from agent.errors import AgentError, DependencyDown, QueueTimeout, RoundIntruded, UpstreamError
 from agent.metrics import GPU_BUSY, GPU_ROUNDS
-from agent.queue.events import error_entry
-from agent.queue.keys import cancel_key, events_key, gpu_slot_keys
+from agent.queue.keys import cancel_key, error_entry, events_key, gpu_slot_keys
 from agent.queue.writer import EventWriter, GpuLock, RoundControl
 from agent.redisconn import connection_options
 from agent.settings import Settings, get_settings
