@@ -3,7 +3,7 @@
 Three implementations, each with one slot and its own Redis database on one redis-server, all started once and
 measured in turn (interleaved: per repetition, per round length, each implementation):
   agent-worker      the shipped worker: one slot process, RQ's SimpleWorker running agent.queue.jobs.run_round
-                    (the round on an event loop, the slot lock, pings, the cancel flag; agent.queue.slot)
+                    (the round on an event loop, the slot lock, pings, the cancel flag; agent.queue.worker --slot)
   rq SimpleWorker   `rq worker -w rq.worker.SimpleWorker` running tests.bench.rq_round.run_round: a bare sync
                     round (no slot lock, no pings), the floor of what RQ's loop costs
   rq Worker (fork)  `rq worker` running the same bare round: RQ's default, a work horse forked per job

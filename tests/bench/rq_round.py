@@ -32,7 +32,7 @@ from agent.backends.base import RoundRequest, event_to_dict
 from agent.backends.ollama import ChatRound
 from agent.errors import UpstreamError
 from agent.queue import keys
-from agent.queue.events import error_entry
+from agent.queue.keys import error_entry
 from agent.queue.rq_adapter import claim
 from agent.queue.writer import BATCH_INTERVAL
 from agent.settings import MAIN_HOST

@@ -23,8 +23,9 @@ import redis.asyncio as aioredis
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 
 from agent.backends.base import RoundRequest
+from agent.backends.engine import direct_backend
 from agent.queue import admit, jobs, keys
-from agent.queue.running import Runtime, execute_round, sent_trace
+from agent.queue.jobs import Runtime, execute_round, sent_trace
 from agent.settings import Settings, get_settings
 from tests.fakes.control import FakeOllama, serve_in_loop
 from tests.fakes.fake_ollama import FakeState
@@ -83,8 +84,11 @@ async def runtime(queue_redis: RedisServer, conn: aioredis.Redis) -> AsyncIterat
     """A runtime on the test's own loop (what a slot process builds on its loop thread) and the scripted model."""
     state = FakeState()
     state.configure({"default": {"content": "one two three"}, "token_delay": 0.01})
-    async with serve_in_loop(state) as url, httpx.AsyncClient() as http:
-        yield Runtime(settings(queue_redis.port, url), "worker-a", asyncio.get_running_loop(), conn, http), state
+    async with serve_in_loop(state) as url:
+        config = settings(queue_redis.port, url)
+        backend = direct_backend(config)
+        yield Runtime(config, "worker-a", asyncio.get_running_loop(), conn, backend), state
+        await backend.aclose()
 
 
 async def test_a_round_streams_its_events_and_frees_its_slot(

@@ -42,7 +42,7 @@ class Settings(BaseSettings):
     model_url: str | None = None
     """the model server's URL; unset: `OLLAMA_URL`"""
     model_api_key: SecretStr | None = None
-    """sent as a bearer token to an OpenAI-compatible server"""
+    """sent as a bearer token to the model server of either protocol (OpenAI-compatible, or a proxy before Ollama)"""
     model_cache_prompt: bool = False
     """llama.cpp's prompt cache makes temperature-0 answers differ run to run: off unless asked for"""
     redis_url: str = "redis://127.0.0.1:6379/0"

@@ -6,7 +6,7 @@ import pytest
 
 from agent.backends.base import RoundDone, event_from_dict, event_to_dict
 from agent.errors import AgentError, BadRequest, DependencyDown, ModelNotFound, QueueTimeout, UpstreamError
-from agent.queue.events import error_entry, error_from
+from agent.queue.keys import error_entry, error_from
 
 
 @pytest.mark.parametrize(

@@ -150,15 +150,10 @@ class ChatRound:
         )
 
 
-def round_timeout_message(seconds: float) -> str:
-    """The one wording of a round past its deadline: direct mode and the worker, both protocols."""
-    return f"The model did not finish the round within ROUND_TIMEOUT_SECONDS={seconds:g}"
-
-
 def record_round(request: RoundRequest, done: RoundDone | None, elapsed: float) -> None:
-    """Per-round model metrics, the one place they are observed: by whichever process streams from the model
-    server (the API in direct mode, the worker through the queue). `done` is None when the stream ended
-    without its summary (then only the duration is known)."""
+    """Per-round model metrics, the one place they are observed (OllamaBackend.stream_round, in whichever process
+    streams from the model server). `done` is None when the stream ended without its summary (then only the
+    duration is known)."""
     metrics.ROUND_DURATION.labels(request.model, str(request.round)).observe(max(0.0, elapsed))
     if done is None:
         return
@@ -200,21 +195,29 @@ class OllamaBackend:
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=5.0), headers=headers)
         self._holdback = holdback or (lambda model: False)
 
-    def _stream(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
-        return stream_chat(self.http, self.url, request, self._holdback(request.model))
+    def _stream(self, request: RoundRequest, trace: Trace | None) -> AsyncIterator[RoundEvent]:
+        return stream_chat(self.http, self.url, request, self._holdback(request.model), trace)
 
     async def stream_round(
-        self, request: RoundRequest, context: RequestContext | None = None
+        self,
+        request: RoundRequest,
+        context: RequestContext | None = None,
+        *,
+        trace: Trace | None = None,
+        waited: float = 0.0,
     ) -> AsyncIterator[RoundEvent]:
-        """One round from this process; it is the one talking to the model, so it records the model metrics.
+        """One round from this process; it is the one talking to the model, so it records the model metrics (in
+        direct mode the API, through the queue the worker: agent.queue.jobs).
 
-        ROUND_TIMEOUT_SECONDS bounds the whole round, as the worker's does: httpx's timeout is per read, so a
-        server that trickles tokens (or sends some, then nothing) would otherwise hold the request for ever.
-        The deadline covers only the wait for the model's next event, never the caller's work between events.
+        ROUND_TIMEOUT_SECONDS bounds the whole round: httpx's timeout is per read, so a server that trickles tokens
+        (or sends some, then nothing) would otherwise hold the request for ever. The deadline covers only the wait
+        for the model's next event, never the caller's work between events. `trace` follows the model request on the
+        wire (httpcore's trace events); `waited` is the round's time in the queue before this call, counted in its
+        duration (enqueue to last token).
         """
-        started = time.monotonic()
+        started = time.monotonic() - waited
         deadline = asyncio.get_running_loop().time() + self.timeout
-        stream = self._stream(request)
+        stream = self._stream(request, trace)
         async with contextlib.aclosing(stream):  # type: ignore[type-var]
             while True:
                 try:
@@ -224,7 +227,9 @@ class OllamaBackend:
                     return
                 except TimeoutError as exc:
                     record_round(request, None, time.monotonic() - started)
-                    raise UpstreamTimeout(round_timeout_message(self.timeout)) from exc
+                    raise UpstreamTimeout(
+                        f"The model did not finish the round within ROUND_TIMEOUT_SECONDS={self.timeout:g}"
+                    ) from exc
                 if isinstance(event, RoundDone):
                     record_round(request, event, time.monotonic() - started)
                 yield event

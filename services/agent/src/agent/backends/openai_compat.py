@@ -239,16 +239,16 @@ async def openai_status(http: httpx.AsyncClient, url: str) -> ModelStatus:
 
 
 class OpenAICompatBackend(OllamaBackend):
-    """Calls an OpenAI-compatible server from this process (direct mode; the worker uses stream_completions)."""
+    """Calls an OpenAI-compatible server from this process (direct mode, and the worker's rounds)."""
 
     def __init__(self, url: str, timeout: float, holdback: Any = None, api_key: str | None = None,
                  cache_prompt: bool = False) -> None:  # fmt: skip
         super().__init__(url, timeout, holdback, {"Authorization": f"Bearer {api_key}"} if api_key else None)
         self.cache_prompt = cache_prompt
 
-    def _stream(self, request: RoundRequest) -> AsyncIterator[RoundEvent]:
+    def _stream(self, request: RoundRequest, trace: Trace | None) -> AsyncIterator[RoundEvent]:
         holdback = self._holdback(request.model)
-        return stream_completions(self.http, self.url, request, holdback, self.cache_prompt)
+        return stream_completions(self.http, self.url, request, holdback, self.cache_prompt, trace)
 
     async def status(self) -> ModelStatus:
         return await openai_status(self.http, self.url)

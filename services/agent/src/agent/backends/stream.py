@@ -23,7 +23,7 @@ Trace = Callable[[str, dict[str, Any]], Awaitable[None]]  # an httpcore trace ca
 
 
 def traced(trace: Trace | None) -> dict[str, Any]:
-    """httpx request extensions giving one request its own trace callback (agent.queue.running: how far the round's
+    """httpx request extensions giving one request its own trace callback (agent.queue.jobs: how far the round's
     model request got); none: no extensions."""
     return {"trace": trace} if trace is not None else {}
 

@@ -31,8 +31,8 @@ from agent.errors import DependencyDown, QueueTimeout
 from agent.metrics import QUEUE_WAIT, REJECTED
 from agent.queue import admit, keys
 from agent.queue.depth import DepthGauge, estimate_retry_after, refusal, share_refusal
-from agent.queue.events import error_from
 from agent.queue.guard import RoundSigner
+from agent.queue.keys import error_from
 from agent.queue.reader import RoundReader, WorkerHosts
 from agent.queue.registry import WorkerRegistry, capacity
 from agent.redisconn import connection_options, redacted, ride_through, unreachable

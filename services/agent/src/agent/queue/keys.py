@@ -1,15 +1,28 @@
-"""Every Redis key the GPU queue reads or writes, and how long each lives: the one place that names them.
+"""What the API and the workers agree on: every Redis key the GPU queue reads or writes, how long each lives, and
+the entries of a round's event stream. The one place that names them.
 
-The API (agent.queue.client) and the workers (agent.queue.jobs, agent.queue.worker) agree on these names
-and nothing else; RQ's own key layout (`rq:queue:<name>`, `rq:job:<id>`) is spelled here too, because the
-API reads and trims RQ's lists directly (atomic admission, cancellation of a queued round, queue depth), and
-the worker's RQ processes listen on the queues in QUEUE_ORDER.
-tests/unit/agent/queue/test_keys.py pins that layout against the installed RQ.
+The API (agent.queue.client) and the workers (agent.queue.jobs, agent.queue.worker) agree on these and nothing
+else; RQ's own key layout (`rq:queue:<name>`, `rq:job:<id>`) is spelled here too, because the API reads and trims
+RQ's lists directly (atomic admission, cancellation of a queued round, queue depth), and the worker's RQ
+processes listen on the queues in QUEUE_ORDER. tests/unit/agent/queue/test_keys.py pins that layout against the
+installed RQ.
+
+A round's event stream (events_key) holds these entries, each a JSON object with a `kind`:
+accepted  the worker took the job (from then on it pings every PING_INTERVAL s, even while waiting)
+started   the per-GPU lock is held and the request goes to the model server
+text / thinking / tool_calls / done   agent.backends.base events, as the model produces them
+error     an agent.errors class name, message and client message (`error_entry`); the API re-raises it as the
+          same class (`error_from`)
+ping      the worker is alive (the API treats silence as worker death)
 """
 
 from __future__ import annotations
 
 import hashlib
+from typing import Any
+
+from agent import errors
+from agent.errors import AgentError
 
 QUEUE_CONTINUING = "agent-rounds-continuing"  # rounds > 1: read first by every worker
 QUEUE_NEW = "agent-rounds-new"
@@ -83,3 +96,31 @@ def gpu_slot_keys(host: str, gpu_id: str, slots: int) -> list[str]:
     can hold its own host's slots, never another host's."""
     base = f"agent:host:{host}:gpu:{gpu_id}:lock"
     return [base, *(f"{base}:{k}" for k in range(1, slots))]
+
+
+def error_entry(exc: AgentError) -> dict[str, Any]:
+    return {
+        "kind": "error",
+        "error": type(exc).__name__,
+        "message": exc.message,
+        "public": exc.public,
+        "public_tr": exc.public_tr,
+        "param": exc.param,
+        "code": exc.code,
+        "retry_after": exc.retry_after,
+    }
+
+
+def error_from(data: dict[str, Any]) -> AgentError:
+    """Rebuild the worker's error as the same agent.errors class (unknown names become UpstreamError)."""
+    cls = getattr(errors, str(data.get("error")), None)
+    if not (isinstance(cls, type) and issubclass(cls, AgentError)):
+        cls = errors.UpstreamError
+    code = data.get("code")
+    error = cls(
+        str(data.get("message")), param=data.get("param"), code=code or None, retry_after=data.get("retry_after")
+    )
+    if data.get("public"):
+        error.public = str(data["public"])
+        error.public_tr = str(data["public_tr"]) if data.get("public_tr") else None
+    return error

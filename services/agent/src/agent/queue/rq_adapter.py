@@ -27,7 +27,6 @@ from rq.serializers import JSONSerializer
 
 from agent.errors import RoundIntruded
 from agent.queue import keys
-from agent.queue.events import error_entry
 from agent.queue.guard import JOB_FUNCTION, RoundVerifier
 
 RESULT_TTL, FAILURE_TTL = 60, 3600
@@ -92,7 +91,7 @@ def claim(connection: Redis, job_id: str, host: str) -> str | None:
         log.error("round_claimed_by_another", job_id=job_id, host=host)
         stream = keys.events_key(host, job_id)
         error = RoundIntruded(f"round {job_id} was claimed by another worker host before {host} popped it")
-        connection.xadd(stream, {"e": json.dumps(error_entry(error))}, id="0-1")
+        connection.xadd(stream, {"e": json.dumps(keys.error_entry(error))}, id="0-1")
         connection.expire(stream, keys.STREAM_TTL)
         return "claimed by another worker host"
     if written is None:  # no claim stream: agent-api gave the round up (or never admitted it)

@@ -1,18 +1,23 @@
 """agent-worker: runs LLM rounds from the GPU queue on one backend, WORKER_SLOTS at a time, and reports its state.
 
-The rounds run in WORKER_SLOTS slot processes (agent.queue.slot), each RQ's SimpleWorker running one round at
-a time. This process keeps what RQ has no place for: the status the API reads (model present, warm-up, slots,
-a heartbeat every second: agent.queue.registry), one model warm-up for the backend rather than one per slot,
-the /metrics port for all its slot processes, and the slot processes themselves (started, restarted when one
-dies, stopped together). SIGTERM is passed on to them: the first lets the rounds under way finish, a second
-aborts them. The per-round part of what RQ lacks (pings, the cancel flag, the backend's counted slot lock)
-lives in agent.queue.writer.
+The rounds run in WORKER_SLOTS slot processes (`agent-worker --slot NAME --parent PID`, `slot_work`), each RQ's
+SimpleWorker running one round at a time: RQ pops the rounds (continuing rounds first) and calls
+agent.queue.jobs.run_round. A slot process dies with its agent-worker (a worker killed with SIGKILL takes its
+rounds with it, as one process would). The agent-worker process keeps what RQ has no place for: the status the
+API reads (model present, warm-up, slots, a heartbeat every second: agent.queue.registry), one model warm-up for
+the backend rather than one per slot, the /metrics port for all its slot processes, and the slot processes
+themselves (started, restarted when one dies, stopped together). SIGTERM is passed on to them, and RQ's signal
+handling does the rest: the first lets the rounds under way finish and takes no new one, a second aborts them
+with a clear error. The per-round part of what RQ lacks (pings, the cancel flag, the backend's counted slot
+lock) lives in agent.queue.writer.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
+import ctypes
 import json
 import os
 import shutil
@@ -32,17 +37,19 @@ import redis.asyncio as aioredis
 import structlog
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+from redis import Redis
+from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
+from redis.retry import Retry
 
 from agent import cli
 from agent.backends.engine import engine_status
 from agent.backends.models import has_model
 from agent.backends.ollama import pull_hint, warm_up
-from agent.metrics import MODEL_PRESENT, MODEL_UP, OLLAMA_UP
-from agent.queue import keys
+from agent.metrics import GPU_BUSY, GPU_ROUNDS, MODEL_PRESENT, MODEL_UP, OLLAMA_UP
+from agent.queue import jobs, keys, rq_adapter
 from agent.queue.guard import RoundVerifier
-from agent.queue.slot import connect
-from agent.redisconn import connection_options
+from agent.redisconn import connection_options, fix_hint, redacted
 from agent.settings import Settings, get_settings
 from agent_contract.logs import configure
 
@@ -51,6 +58,7 @@ PROBE_EVERY = 15.0  # re-read /api/tags this often (faster while Ollama or the m
 CHECK_EVERY = 0.2  # s between looks at the slot processes
 STOP_WAIT = 10.0  # s: at most this long the status loop may take to end
 RESTART_AFTER = 1.0  # s: a slot process that died is started again no sooner (one that cannot start is not a spin)
+_PR_SET_PDEATHSIG = 1
 
 log = structlog.get_logger("agent.queue.worker")
 
@@ -188,7 +196,7 @@ class SlotProcesses:
         self._serial += 1
         name = f"{self.worker}.{slot}.{self._serial}"  # RQ refuses a name whose dead owner's key has not expired
         self.names[slot] = name
-        cmd = [sys.executable, "-P", "-m", "agent.queue.slot", name, "--parent", str(os.getpid())]
+        cmd = [sys.executable, "-P", "-m", "agent.queue.worker", "--slot", name, "--parent", str(os.getpid())]
         env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": self.metrics_dir}  # read when prometheus_client loads
         self.procs[slot] = subprocess.Popen([*cmd, *(["--burst"] if self.burst else [])], env=env)
 
@@ -221,6 +229,58 @@ class SlotProcesses:
     @property
     def done(self) -> bool:
         return not self.procs and not self.died
+
+
+def connect(settings: Settings) -> Redis:
+    """RQ's connection, checked once: Redis down at start is one line naming the URL, not a traceback."""
+    try:
+        options = connection_options(settings)
+    except ValueError as exc:  # an unreadable password or TLS file, TLS files with a redis:// URL
+        raise cli.UsageError(str(exc)) from exc
+    conn = Redis.from_url(
+        settings.redis_url,
+        **options,
+        socket_connect_timeout=2,
+        health_check_interval=30,
+        retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
+    )
+    try:
+        conn.ping()
+    except RedisError as exc:
+        raise cli.UsageError(
+            f"Redis unreachable at {redacted(settings.redis_url)} ({type(exc).__name__}: {exc}). {fix_hint(exc)}"
+        ) from exc
+    return conn
+
+
+def die_with(parent: int) -> None:
+    """SIGKILL this process when its agent-worker dies (Linux); exit at once if it is already gone."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        raise SystemExit(1)
+
+
+def slot_work(name: str, parent: int, burst: bool) -> int:
+    """One slot process: RQ's SimpleWorker named `name`, running one round at a time on this process's runtime."""
+    settings = get_settings()
+    configure(settings.log_level, service="agent-worker")
+    die_with(parent)
+    try:
+        verifier = RoundVerifier(settings.round_verify_secret(), max_age=settings.queue_timeout_seconds + 60)
+    except ValueError as exc:
+        raise cli.UsageError(str(exc)) from exc
+    conn = connect(settings)
+    GPU_BUSY.labels(settings.gpu_id).set(0)
+    GPU_ROUNDS.labels(settings.gpu_id).set(0)
+    rt = jobs.start_runtime(settings, name)
+    worker = rq_adapter.round_worker(conn, name, verifier, settings.worker_host())
+    try:
+        worker.work(burst=burst, logging_level="DEBUG" if settings.log_level.upper() == "DEBUG" else "WARNING")
+    finally:
+        jobs.stop_runtime(rt)
+        conn.close()
+    return 0
 
 
 def worker_id(settings: Settings) -> str:
@@ -298,7 +358,13 @@ def work(burst: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = cli.parser("agent-worker", __doc__.splitlines()[0])
     parser.add_argument("--burst", action="store_true", help="exit once the queues are empty (tests, benches)")
+    parser.add_argument("--slot", metavar="NAME", help=argparse.SUPPRESS)  # a slot process, with its RQ name
+    parser.add_argument("--parent", type=int, help=argparse.SUPPRESS)  # the slot process's agent-worker
     args = parser.parse_args(argv)
+    if args.slot is not None:
+        if args.parent is None:
+            parser.error("--slot needs --parent")
+        return cli.run("agent-worker", lambda: slot_work(args.slot, args.parent, args.burst))
     return cli.run("agent-worker", lambda: work(args.burst))
 
 

@@ -4,7 +4,7 @@ The worker relays a round's events to the API through a per-job Redis stream und
 (agent.queue.keys.events_key), with entry ids 0-1, 0-2, …, one redis-py pipeline per batch. This writer is the
 stream's only writer: an append refused for its id is its own entry re-sent after a lost reply (found there as
 sent, so never doubled) or someone else's, and then the round ends as intruded instead of going on under a
-stranger's entries. The entry kinds are listed in agent.queue.events. Every write also checks the cancel flag the
+stranger's entries. The entry kinds are listed in agent.queue.keys. Every write also checks the cancel flag the
 API sets when its client went away, and refreshes the round's GPU slot while the round streams; the last batch
 releases it and records the round time.
 """
