@@ -14,7 +14,7 @@ import pytest
 from tests.integration import queue_fixtures
 from tests.integration.conftest import FakeOllama, FakeOpenAI, McpServer, agent_env
 from tests.integration.queue_fixtures import RedisServer
-from tests.support.procs import VENV_BIN, free_port, running
+from tests.support.procs import VENV_BIN, free_port, running, wait_until
 
 queue_redis = queue_fixtures.queue_redis
 CALL = {"decision": "call", "tool": "sistem_bilgisi", "arguments": {}}
@@ -54,6 +54,10 @@ def queued_openai_api(fake_openai: FakeOpenAI, queue_redis: RedisServer, mcp_ser
         ),  # fmt: skip
         running(["agent-api"], env=api_env, ready_url=f"http://127.0.0.1:{api_port}/healthz"),
     ):
+        # the worker's /metrics answers before its slot process has registered: ready means a slot is there (seen
+        # as 503 "no worker" on a box at load 5)
+        ready = f"http://127.0.0.1:{api_port}/readyz"
+        wait_until(lambda: httpx.get(ready, timeout=10).status_code == 200, 120, interval=0.2, what="a worker slot")
         yield f"http://127.0.0.1:{api_port}"
 
 
