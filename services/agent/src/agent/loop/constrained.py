@@ -82,9 +82,10 @@ class InvalidDecision(UpstreamError):
     )
 
 
-def _arguments_schema(spec: ToolSpec) -> dict[str, Any]:
-    """The tool's input schema as a branch can hold it. A `$ref` would point into our document, not the tool's:
-    such a tool gets any object here, and its arguments are still checked against its schema before it runs."""
+def arguments_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The tool's input schema as a branch (or a name-first decision's second round) can hold it. A `$ref` would
+    point into our document, not the tool's: such a tool gets any object here, and its arguments are still checked
+    against its schema before it runs."""
     schema = spec.input_schema
     if "$ref" in json.dumps(schema) or schema.get("type", "object") != "object":
         return {"type": "object"}
@@ -108,7 +109,7 @@ def decision_schema(specs: list[ToolSpec]) -> dict[str, Any]:
             "properties": {
                 "decision": {"const": "call"},
                 "tool": {"const": spec.name},
-                "arguments": _arguments_schema(spec),
+                "arguments": arguments_schema(spec),
             },
             "required": ["decision", "tool", "arguments"],
             "additionalProperties": False,
@@ -179,22 +180,13 @@ def arguments_prompt(base: str, spec: ToolSpec) -> str:
     return f"{base}\n\n{ARGUMENTS_LINE.format(name=spec.name)}\n\n{catalogue([spec])}"
 
 
-def arguments_schema(spec: ToolSpec) -> dict[str, Any]:
-    """The second round's schema: the chosen tool's own arguments, bounded as in a one-round decision."""
-    return _arguments_schema(spec)
-
-
 def takes_arguments(spec: ToolSpec) -> bool:
     return bool(spec.input_schema.get("properties"))
 
 
 def parse(text: str, schema: dict[str, Any], call_id: str, cut_off: bool) -> ToolCall | None:
     """The decision as a tool call (None: answer now); InvalidDecision when it does not fit the schema."""
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        why = "it was cut off by the token limit" if cut_off else f"it is not JSON ({exc})"
-        raise InvalidDecision(f"The model's decision does not fit the schema: {why}: {text[:120]!r}") from exc
+    value = _json(text, cut_off, "decision does")
     problems = list(jsonschema.Draft202012Validator(schema).iter_errors(value))
     if problems:
         tool = value.get("tool") if isinstance(value, dict) else None
@@ -207,13 +199,17 @@ def parse(text: str, schema: dict[str, Any], call_id: str, cut_off: bool) -> Too
     return ToolCall(call_id, value["tool"], dict(value.get("arguments", {})))  # none yet in a name-first choice
 
 
-def parse_arguments(text: str, schema: dict[str, Any], tool: str, cut_off: bool) -> dict[str, Any]:
-    """A name-first decision's second round: the chosen tool's arguments; InvalidDecision when off the schema."""
+def _json(text: str, cut_off: bool, what: str) -> Any:
     try:
-        value = json.loads(text)
+        return json.loads(text)
     except ValueError as exc:
         why = "it was cut off by the token limit" if cut_off else f"it is not JSON ({exc})"
-        raise InvalidDecision(f"The model's arguments for {tool} do not fit the schema: {why}: {text[:120]!r}") from exc
+        raise InvalidDecision(f"The model's {what} not fit the schema: {why}: {text[:120]!r}") from exc
+
+
+def parse_arguments(text: str, schema: dict[str, Any], tool: str, cut_off: bool) -> dict[str, Any]:
+    """A name-first decision's second round: the chosen tool's arguments; InvalidDecision when off the schema."""
+    value = _json(text, cut_off, f"arguments for {tool} do")
     problems = [] if not isinstance(value, dict) else list(jsonschema.Draft202012Validator(schema).iter_errors(value))
     if not isinstance(value, dict) or problems:
         why = problems[0].message[:200] if problems else "not a JSON object"
