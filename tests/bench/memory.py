@@ -5,8 +5,9 @@ Each iteration sends one tool round (the model calls a tool, the tool runs on th
 to agent-api in direct mode and, when PEERS_VENVS holds it, to ollama-mcp-bridge pointed at the same zero-latency
 scripted Ollama and the same mcp-server: the same work, interleaved. With --queue, agent-api in queue mode (a
 private redis-server and one agent-worker) gets the same rounds too. Printed: the RSS (VmRSS, /proc) of each
-process at start (ready, no request yet) and after the N requests, then the app process's memory by top-level
-package (tests/bench/import_rss.py). Figures, never a pass/fail.
+process at start (ready, no request yet) and after the N requests, its PSS after them (Pss, smaps_rollup: a page
+shared by N processes counted 1/N), then the app process's memory by top-level package
+(tests/bench/import_rss.py). Figures, never a pass/fail.
 
 agent-api runs from --venv: scripts/bench-memory makes one holding only what ships (local-agent without the dev
 group, as the image installs it), as the bridge's venv holds only the bridge. In the dev venv, structlog and
@@ -26,7 +27,7 @@ from pathlib import Path
 import httpx
 
 from tests.bench import tool_round
-from tests.bench.stats import parents, rss_mb, tree_rss_mb
+from tests.bench.stats import parents, pss_mb, rss_mb, tree_pss_mb, tree_rss_mb
 from tests.support import round_keys
 from tests.support.procs import REPO, VENV_BIN, Proc, free_port, running
 
@@ -42,8 +43,10 @@ def agent_parts(name: str, api: Proc) -> dict[str, Part]:
     return {f"{name}: supervisor": (supervisor, False), f"{name}: app process": (apps[0], True)}
 
 
-def measure(parts: dict[str, Part]) -> dict[str, float]:
-    return {name: tree_rss_mb(pid) if tree else rss_mb(pid) for name, (pid, tree) in parts.items()}
+def measure(parts: dict[str, Part], pss: bool = False) -> dict[str, float]:
+    """Each part's RSS, or with `pss` its proportional set size (a page shared with N processes counted 1/N)."""
+    one, whole = (pss_mb, tree_pss_mb) if pss else (rss_mb, tree_rss_mb)
+    return {name: whole(pid) if tree else one(pid) for name, (pid, tree) in parts.items()}
 
 
 def agent_env(tmp: Path, ollama_url: str, mcp_url: str, token: str) -> dict[str, str]:
@@ -103,7 +106,7 @@ def main() -> None:
             for _ in range(args.requests):
                 for call in calls.values():
                     call(http)
-        report(args.requests, at_start, measure(parts), peer[1] if peer else None)
+        report(args.requests, at_start, measure(parts), measure(parts, pss=True), peer[1] if peer else None)
     print(f"  agent-api from {args.venv}")
     by_module = [str(bin_dir / "python"), "-m", "tests.bench.import_rss"]
     subprocess.run(
@@ -114,23 +117,27 @@ def main() -> None:
     )
 
 
-def report(n: int, at_start: dict[str, float], after: dict[str, float], peer: str | None) -> None:
+def report(
+    n: int, at_start: dict[str, float], after: dict[str, float], pss: dict[str, float], peer: str | None
+) -> None:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"bench-memory: RSS before and after {n} tool rounds each, interleaved, scripted Ollama, load {load}")
-    print(f"  {'':46} {'at start':>9} {f'after {n}':>11}")
-    rows = [(name, at_start[name], after[name]) for name in at_start]
+    print("  (PSS: a page shared by N processes counted 1/N: what the processes cost the machine together)")
+    print(f"  {'':46} {'RSS at start':>12} {f'RSS after {n}':>15} {f'PSS after {n}':>15}")
+    rows = [(name, at_start[name], after[name], pss[name]) for name in at_start]
     for mode in (DIRECT, QUEUE):
         if f"{mode}: supervisor" in at_start:
-            whole = [sum(v for k, v in figures.items() if k.startswith(mode)) for figures in (at_start, after)]
+            whole = [sum(v for k, v in figures.items() if k.startswith(mode)) for figures in (at_start, after, pss)]
             last = max(i for i, row in enumerate(rows) if row[0].startswith(mode))
-            rows.insert(last + 1, (f"{mode}, whole", whole[0], whole[1]))
-    for name, start, end in rows:
-        print(f"  {name:46} {start:6.1f} MB {end:8.1f} MB")
+            rows.insert(last + 1, (f"{mode}, whole", *whole))
+    for name, start, end, shared in rows:
+        print(f"  {name:46} {start:9.1f} MB {end:12.1f} MB {shared:12.1f} MB")
     if peer is None:
         print("  peers: ollama-mcp-bridge not found (PEERS_VENVS): nothing to compare with")
         return
-    direct = sum(v for k, v in after.items() if k.startswith(DIRECT))
-    print(f"  agent-api (direct mode, whole) / {peer}: {direct / after[peer]:4.2f}x   (target <= 1x)")
+    for figure, figures in (("RSS", after), ("PSS", pss)):
+        direct = sum(v for k, v in figures.items() if k.startswith(DIRECT))
+        print(f"  agent-api (direct mode, whole) / {peer}, {figure}: {direct / figures[peer]:4.2f}x   (target <= 1x)")
 
 
 if __name__ == "__main__":

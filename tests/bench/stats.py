@@ -71,6 +71,22 @@ def tree_rss_mb(pid: int) -> float:
     return sum(rss_mb(p) for p in tree_pids(pid))
 
 
+def pss_mb(pid: int) -> float:
+    """Proportional set size of one process (Pss, /proc/PID/smaps_rollup), in MB: its private pages, plus each page
+    it shares with N processes counted as 1/N (a supervisor's interpreter, a library every Python maps); 0 once it has
+    ended. Summed over processes, what they cost the machine together, where RSS counts a shared page in each."""
+    try:
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0.0
+    return next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0) / 1024
+
+
+def tree_pss_mb(pid: int) -> float:
+    """Proportional set size of a process and of every live process under it, in MB (see pss_mb)."""
+    return sum(pss_mb(p) for p in tree_pids(pid))
+
+
 def venv_version(venv: str | Path, dist: str) -> str:
     """The version of `dist` installed in another venv (a peer's), read from its metadata, never typed by hand."""
     for site in Path(venv).glob("lib/python*/site-packages"):

@@ -9,7 +9,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-from tests.bench.stats import rss_mb, tree_cpu_seconds, tree_rss_mb, venv_version
+from tests.bench.stats import pss_mb, rss_mb, tree_cpu_seconds, tree_pss_mb, tree_rss_mb, venv_version
 
 BURN = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\ntime.sleep(60)"
 BURN_IN_CHILD = f"""
@@ -26,6 +26,19 @@ code = "held = b'x' * (64 * 2**20); print('held', flush=True); sys.stdin.read()"
 child = subprocess.Popen([sys.executable, "-c", "import sys\\n" + code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 print(child.stdout.readline().decode().strip(), flush=True)
 sys.stdin.read()
+"""
+
+
+# 64 MB written, then a fork: parent and child share every one of those pages until one writes it.
+SHARED_WITH_CHILD = """
+import os, sys
+held = b'x' * (64 * 2**20)
+if os.fork() == 0:
+    sys.stdin.read()
+    os._exit(0)
+print('forked', flush=True)
+sys.stdin.read()
+os.wait()
 """
 
 
@@ -65,3 +78,14 @@ def test_the_memory_of_a_supervisors_child_is_counted_and_the_supervisors_own_st
         assert rss_mb(parent.pid) < 60
     finally:
         parent.communicate(timeout=30)  # end of input: the child's, then the parent's read returns
+
+
+def test_pages_a_child_shares_with_its_parent_count_once_in_pss_and_twice_in_rss() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", SHARED_WITH_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline().strip() == b"forked"
+        assert tree_rss_mb(parent.pid) >= 128  # the 64 MB in each
+        assert 64 <= tree_pss_mb(parent.pid) < tree_rss_mb(parent.pid) - 50  # ... counted once between the two
+        assert pss_mb(parent.pid) < rss_mb(parent.pid) - 25  # the parent's own share: about half of them
+    finally:
+        parent.communicate(timeout=30)
