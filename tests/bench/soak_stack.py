@@ -26,6 +26,7 @@ import redis
 
 from agent.queue import keys
 from agent.security.audit import chain_files
+from tests.support import round_keys
 from tests.support.procs import REPO, VENV_BIN, free_port, redis_server_cmd, wait_until
 
 MODEL = "qwen3:4b"
@@ -158,6 +159,7 @@ class SoakStack:
             "RATE_LIMIT_PER_MINUTE": "100000",
             "AUDIT_DIR": str(self.audit_dir),
             "LOG_LEVEL": "WARNING",
+            "ROUND_SIGNING_KEY": round_keys.signing_key(),  # as secrets-init gives agent-api its half of the pair
             **self.extra_env,
         }
         self._add("api", ["agent-api"], api_env, lambda: _http_ok(f"{self.api_url}/healthz"))
@@ -169,6 +171,7 @@ class SoakStack:
             "WORKER_SLOTS": str(self.slots),
             "WORKER_METRICS_PORT": str(self.ports["metrics"]),
             "LOG_LEVEL": "WARNING",
+            "ROUND_VERIFY_KEY": round_keys.verify_key(),  # ... and agent-worker the other
             **self.extra_env,
         }
         self._add("worker", ["agent-worker"], worker_env, self._worker_up)

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import redis
 
+from tests.support import round_keys
 from tests.support.procs import VENV_BIN, free_port, redis_server_cmd, running
 
 SLOW = {"first_token_delay": 1.0, "token_delay": 0.1}
@@ -37,7 +38,11 @@ def services(tmp: Path, model: str) -> Iterator[tuple[str, dict[str, str], Calla
     r_port, o_port, m_port, token = free_port(), free_port(), free_port(), secrets.token_urlsafe(16)
     fake, redis_url = f"http://127.0.0.1:{o_port}", f"redis://127.0.0.1:{r_port}/0"
     common = {"OLLAMA_URL": fake, "MODEL_NAME": model, "REDIS_URL": redis_url, "LOG_LEVEL": "WARNING"}
-    worker_env = common | {"WORKER_METRICS_PORT": str(free_port()), "THINK_HOLDBACK_MODELS": ""}
+    worker_env = common | {
+        "WORKER_METRICS_PORT": str(free_port()),
+        "THINK_HOLDBACK_MODELS": "",
+        "ROUND_VERIFY_KEY": round_keys.verify_key(),  # as secrets-init gives agent-worker its half of the pair
+    }
     mcp_env = {"MCP_PORT": str(m_port), "MCP_TOKEN": token, "FILES_ROOT": str(tmp), "DATA_DIR": str(tmp)}
     env = common | {
         "MODEL_BACKEND": "queue",
@@ -48,6 +53,7 @@ def services(tmp: Path, model: str) -> Iterator[tuple[str, dict[str, str], Calla
         "RATE_LIMIT_PER_MINUTE": "0",
         "AUDIT_DIR": str(tmp / "audit"),
         "THINK_HOLDBACK_MODELS": "",
+        "ROUND_SIGNING_KEY": round_keys.signing_key(),  # ... and agent-api the other
     }
     with contextlib.ExitStack() as stack:
         pong = lambda: bool(redis.Redis(port=r_port).ping())  # noqa: E731
