@@ -7,9 +7,11 @@ import dataclasses
 import time
 
 import pytest
+from prometheus_client import REGISTRY
 
 from agent.backends.base import TextDelta
 from agent.errors import DependencyDown, ModelNotFound, QueueTimeout, UpstreamTimeout
+from agent.queue import registry
 from tests.integration import queue_fixtures
 from tests.integration.queue_fixtures import Workers, answer, open_backend, queued, request
 from tests.support.procs import wait_until
@@ -72,6 +74,41 @@ async def test_no_worker_fails_at_once_with_a_clear_message(queue_workers: Worke
         status = await backend.status()
         assert not status.reachable and "no agent-worker is running" in status.detail
     assert queued(queue_workers) == []
+
+
+async def test_a_restarting_worker_costs_latency_not_the_answer(queue_workers: Workers) -> None:
+    """The only worker killed and started again (a crash, `docker compose restart agent-worker`): a question asked
+    while none is live waits for the new one instead of failing "no agent-worker is running"."""
+    queue_workers.fake.script({"default": {"content": "answered"}})
+    worker = queue_workers.start()
+    async with open_backend(queue_workers) as backend:
+        assert await answer(backend, request("before")) == "answered"  # the API has seen a worker
+        queue_workers.kill(worker)
+        await asyncio.to_thread(wait_until, lambda: queue_workers.statuses() == [], 15.0, what="its status lapsed")
+        asked = asyncio.create_task(answer(backend, request("while it restarts")))
+        await asyncio.to_thread(wait_until, lambda: len(queued(queue_workers)) == 1, 10.0, what="the round queued")
+        assert not asked.done()
+        queue_workers.start()
+        assert await asyncio.wait_for(asked, 60) == "answered"
+
+
+async def test_a_worker_that_does_not_come_back_is_reported_after_the_grace(
+    queue_workers: Workers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(registry, "WORKER_RESTART_GRACE", 2.0)
+    worker = queue_workers.start()
+    async with open_backend(queue_workers) as backend:
+        assert await backend.workers.live(fresh=True)  # the API has seen a worker
+        queue_workers.kill(worker)
+        # its status outlives it a few seconds: the round is admitted, then fails once none was seen for the grace
+        with pytest.raises(DependencyDown, match="no agent-worker is running"):
+            await asyncio.wait_for(answer(backend, request("anyone left?")), 30)
+        await asyncio.to_thread(wait_until, lambda: queued(queue_workers) == [], 10.0, what="the round taken off")
+        no_worker = {"reason": "no_worker"}
+        refused = REGISTRY.get_sample_value("agent_rejected_total", no_worker) or 0.0
+        with pytest.raises(DependencyDown, match="no agent-worker is running"):  # past the grace: refused, not queued
+            await answer(backend, request("still nobody?"))
+        assert REGISTRY.get_sample_value("agent_rejected_total", no_worker) == refused + 1
 
 
 async def test_missing_model_is_reported_by_status_and_by_the_round(queue_workers: Workers) -> None:

@@ -42,7 +42,6 @@ BLOCK_MS = 1000  # XREAD BLOCK; the socket timeout below must exceed it
 CHECK_EVERY = 1.0  # seconds between liveness checks of a waiting round
 WORKER_LOST_AFTER = 4.0  # seconds without a ping from the worker holding the round
 VANISHED_AFTER = 3.0  # a job gone from the queue without an `accepted` event: its worker died on pickup
-NO_WORKER_GRACE = 5.0  # queued rounds survive a worker restart this long
 JOB_MARGIN_S = 30  # RQ's job timeout: the round's own limits (slot wait, generation) plus this; a backstop
 
 log = structlog.get_logger("agent.queue.client")
@@ -89,7 +88,6 @@ class _Round:
     forwarded: bool = False  # an event reached the caller: a retry would repeat it
     finished: bool = False
     vanished: float | None = None
-    no_worker_since: float | None = None
 
 
 class QueueBackend:
@@ -130,7 +128,7 @@ class QueueBackend:
                     yield event
                 return
             except WorkerLost as exc:
-                if retried or rnd.forwarded or request.priority == "task" or not await self.workers.live(fresh=True):
+                if retried or rnd.forwarded or request.priority == "task" or not await self._worker_coming(fresh=True):
                     raise DependencyDown(
                         f"agent-worker stopped mid-round ({exc}); the answer is incomplete. "
                         "Try again; see the agent-worker logs."
@@ -163,7 +161,7 @@ class QueueBackend:
     async def _enqueue(self, rnd: _Round, front: bool) -> None:
         try:
             workers = await self.workers.live()
-            if not workers:
+            if not workers and not self.workers.restarting():
                 REJECTED.labels("no_worker").inc()
                 raise DependencyDown(self.workers.no_worker())
             rnd.enqueued = time.monotonic()
@@ -286,12 +284,12 @@ class QueueBackend:
             rnd.vanished = rnd.vanished or now
             if now - rnd.vanished > VANISHED_AFTER:
                 raise WorkerLost("the job left the queue but its worker never reported")
-        if await self.workers.live():
-            rnd.no_worker_since = None
-            return
-        rnd.no_worker_since = rnd.no_worker_since or now
-        if now - rnd.no_worker_since > NO_WORKER_GRACE:
+        if not await self._worker_coming():
             raise DependencyDown(self.workers.no_worker())
+
+    async def _worker_coming(self, fresh: bool = False) -> bool:
+        """A worker is live, or one was a moment ago (WORKER_RESTART_GRACE): a round can still be run."""
+        return bool(await self.workers.live(fresh=fresh)) or self.workers.restarting()
 
     async def _abandon(self, rnd: _Round) -> None:
         """Client gone or round failed: take the job off the queue, or tell its worker to stop."""

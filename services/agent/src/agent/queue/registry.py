@@ -20,6 +20,10 @@ from agent.queue import keys
 from agent.redisconn import fix_hint
 
 WORKERS_CACHE = 1.0  # seconds a list of live workers is reused by the rounds being admitted
+# s since this API last saw a live worker during which none is a restart, not an absence: rounds are admitted and
+# wait for it (a killed agent-worker's status lapses 5 s after its last heartbeat and its successor's first comes
+# ~8 s after the kill here), so a restart costs latency, not answers. An API that never saw one fails at once.
+WORKER_RESTART_GRACE = 30.0
 
 
 def capacity(workers: list[dict[str, Any]]) -> int:
@@ -37,6 +41,7 @@ class WorkerRegistry:
     def __init__(self, redis: aioredis.Redis, where: str) -> None:
         self.redis, self.where = redis, where
         self._cache: tuple[float, list[dict[str, Any]]] = (-math.inf, [])
+        self._seen_at = -math.inf  # monotonic: when a read last found a live worker
 
     async def live(self, fresh: bool = False) -> list[dict[str, Any]]:
         """Status of the live workers (their status keys expire STATUS_TTL s after their last heartbeat)."""
@@ -50,7 +55,13 @@ class WorkerRegistry:
         if dead:
             await self.redis.srem(keys.WORKERS_SET, *dead)
         self._cache = (time.monotonic(), alive)
+        if alive:
+            self._seen_at = time.monotonic()
         return alive
+
+    def restarting(self) -> bool:
+        """No worker is live, but one was within WORKER_RESTART_GRACE: its restart is waited for, not reported."""
+        return time.monotonic() - self._seen_at <= WORKER_RESTART_GRACE
 
     async def status(self) -> ModelStatus:
         try:
