@@ -127,9 +127,9 @@ def report(
     rows = [(name, at_start[name], after[name], pss[name]) for name in at_start]
     for mode in (DIRECT, QUEUE):
         if f"{mode}: supervisor" in at_start:
-            whole = [sum(v for k, v in figures.items() if k.startswith(mode)) for figures in (at_start, after, pss)]
+            start, end, shared = (sum(v for k, v in fs.items() if k.startswith(mode)) for fs in (at_start, after, pss))
             last = max(i for i, row in enumerate(rows) if row[0].startswith(mode))
-            rows.insert(last + 1, (f"{mode}, whole", *whole))
+            rows.insert(last + 1, (f"{mode}, whole", start, end, shared))
     for name, start, end, shared in rows:
         print(f"  {name:46} {start:9.1f} MB {end:12.1f} MB {shared:12.1f} MB")
     if peer is None:
