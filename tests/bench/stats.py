@@ -56,13 +56,18 @@ def tree_cpu_seconds(pid: int) -> float:
     return sum(cpu_seconds(p) for p in tree_pids(pid))
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of one process (VmRSS), in MB; 0 once it has ended."""
+def _proc_mb(pid: int, file: str, field: str) -> float:
+    """A kB field of /proc/PID/<file> (`VmRSS:` of status, `Pss:` of smaps_rollup), in MB; 0 once it has ended."""
     try:
-        status = Path(f"/proc/{pid}/status").read_text()
+        text = Path(f"/proc/{pid}/{file}").read_text()
     except OSError:
         return 0.0
-    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0) / 1024
+    return next((int(line.split()[1]) for line in text.splitlines() if line.startswith(field)), 0) / 1024
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of one process (VmRSS), in MB; 0 once it has ended."""
+    return _proc_mb(pid, "status", "VmRSS:")
 
 
 def tree_rss_mb(pid: int) -> float:
@@ -75,11 +80,7 @@ def pss_mb(pid: int) -> float:
     """Proportional set size of one process (Pss, /proc/PID/smaps_rollup), in MB: its private pages, plus each page
     it shares with N processes counted as 1/N (a supervisor's interpreter, a library every Python maps); 0 once it has
     ended. Summed over processes, what they cost the machine together, where RSS counts a shared page in each."""
-    try:
-        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-    except OSError:
-        return 0.0
-    return next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0) / 1024
+    return _proc_mb(pid, "smaps_rollup", "Pss:")
 
 
 def tree_pss_mb(pid: int) -> float:
