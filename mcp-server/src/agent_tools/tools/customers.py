@@ -60,6 +60,7 @@ def musteri_bakiyesi(
 
     WHEN NOT TO USE: money deposited or withdrawn (by everyone, per day) -> depozit_ozeti /
     cekim_ozeti. Open positions on a symbol -> pozisyon_dagilimi. Never call it for every customer.
+    What balance, margin or a margin call mean in general, with no customer named: answer yourself.
     """
     text = customer.strip()
     if not text or len(text) > 100 or "\x00" in text:

@@ -27,7 +27,8 @@ def not_kaydet(
     Example: "Not al: yarın 10'da risk toplantısı var." / "Remember that the audit is on Friday."
 
     WHEN NOT TO USE: to show or search notes saved earlier, use notlari_getir. Do not save report
-    results unless the user asks to.
+    results unless the user asks to. Advice or tips about taking notes ask for no note to be saved:
+    answer yourself.
     """
     body = text.strip()
     if not body:

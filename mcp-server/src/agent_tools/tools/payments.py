@@ -33,7 +33,8 @@ def depozit_ozeti(start_date: StartDate = "today", end_date: EndDate = "") -> di
     Example: "Bugün kaç dolar yatırıldı?" / "How many dollars were deposited yesterday?"
 
     WHEN NOT TO USE: money taken OUT (withdrawals, çekim, para çekme) -> cekim_ozeti. One customer's
-    balance -> musteri_bakiyesi. Trading volume in lots -> islem_hacmi.
+    balance -> musteri_bakiyesi. Trading volume in lots -> islem_hacmi. What a deposit is, or a sum on
+    amounts the user gives ("if I pay in X and take out Y"): answer yourself, no company data is asked.
     """
     d = deps.current()
     days = parse_range(start_date, end_date, d.today())
