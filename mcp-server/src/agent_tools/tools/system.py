@@ -18,13 +18,11 @@ _WEEKDAYS_TR = ["Pazartesi", "Salı", "Çarşamba", "Perşembe", "Cuma", "Cumart
 def sistem_bilgisi() -> dict[str, Any]:
     """Returns the server's current date, time, weekday and time zone, plus host facts (hostname, OS, CPUs).
 
-    WHEN TO USE: any question whose answer depends on the present moment: the time or the hour now,
-    today's date, the weekday, the month or the year, whether it is a weekend, morning or evening;
-    the time zone; or the server/host itself. Trigger phrases: "what time is it", "what's the date
-    today", "which day is it", "server info", "saat kaç", "bugün ne", "bugünün tarihi", "hangi gün",
-    "tarih nedir", "şu an", "bugün günlerden ne", "sistem bilgisi", "sunucu bilgisi". You have no
-    way to know the present moment yourself, however the question words it: ALWAYS call this tool
-    for it instead of guessing.
+    WHEN TO USE: the user asks what time or date it is, which day of the week it is, the time zone,
+    or about the server/host itself. Trigger phrases: "what time is it", "what's the date today",
+    "which day is it", "server info", "saat kaç", "bugün ne", "bugünün tarihi", "hangi gün",
+    "tarih nedir", "sistem bilgisi", "sunucu bilgisi". You do not know the current time or date
+    yourself: ALWAYS call this tool for them instead of guessing.
 
     Example: "Saat kaç?" / "What is today's date?"
 
