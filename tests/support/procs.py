@@ -106,6 +106,9 @@ def start(
         except (TimeoutError, AssertionError) as exc:
             proc.stop()
             raise RuntimeError(f"{cmd[0]} did not become ready ({exc}):\n{proc.output()[-4000:]}") from exc
+        except BaseException:  # interrupted while it starts (Ctrl-C, a SIGTERM made SystemExit): not left running
+            proc.stop()
+            raise
     return proc
 
 
