@@ -70,7 +70,6 @@ def readme_stack(tmp_path: Path) -> Iterator[Running]:
             yield Running(Engine(url, engine), proc, api_port, tmp_path / "local-agent")
 
 
-@pytest.mark.timeout(3000)  # a 4k-token prompt twice on the CPU: ~2 min on a quiet box, 15 on one this loaded
 def ask_readme(stack: Running, question: str | None = None) -> dict[str, object]:
     """The README's curl (its question, or `question` in its place) against the stack; the parsed reply."""
     ask = readme_commands()[2].replace("localhost:8000", f"localhost:{stack.port}")
@@ -85,6 +84,7 @@ def ask_readme(stack: Running, question: str | None = None) -> dict[str, object]
     return answer
 
 
+@pytest.mark.timeout(3000)  # a 4k-token prompt twice on the CPU: ~2 min on a quiet box, 15 on one this loaded
 def test_readme_commands_answer_through_local_agent_on_the_real_engine(readme_stack: Running) -> None:
     before = readme_stack.engine.predicted_tokens()
     answer: Any = ask_readme(readme_stack)
