@@ -9,23 +9,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.bench.stats import tree_pids
 from tests.support.engine import built
 from tests.support.procs import REPO, wait_until
 
 
 def descendants(pid: int) -> dict[int, str]:
-    """Every process below `pid` (children, their children…), with its command line."""
-    found: dict[int, str] = {}
-    parents = {pid}
-    while parents:
-        out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,args="], capture_output=True, text=True, check=True)
-        children = {}
-        for line in out.stdout.splitlines():
-            child, parent, *args = line.split(None, 2)
-            if int(parent) in parents and int(child) not in found:
-                children[int(child)] = args[0] if args else ""
-        found.update(children)
-        parents = set(children)
+    """Every live process below `pid` (children, their children…), with its command line."""
+    found = {}
+    for child in tree_pids(pid) - {pid}:
+        try:
+            found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # ended meanwhile
     return found
 
 
