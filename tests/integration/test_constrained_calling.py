@@ -17,7 +17,7 @@ from tests.integration.queue_fixtures import RedisServer
 from tests.support.procs import VENV_BIN, free_port, running, wait_until
 
 queue_redis = queue_fixtures.queue_redis
-CALL = {"decision": "call", "tool": "sistem_bilgisi", "arguments": {}}
+CALL = {"tool": "sistem_bilgisi", "arguments": {}}
 
 
 def ask(api: str, text: str) -> httpx.Response:
@@ -65,7 +65,7 @@ def test_ollama_format_carries_the_schema_and_the_chosen_tool_runs(ollama_api: s
     fake_ollama.script(
         rules=[
             {"when": {"has_format": True, "last_role": "user"}, "reply": {"content": json.dumps(CALL)}},
-            {"when": {"has_format": True, "last_role": "tool"}, "reply": {"content": '{"decision": "answer"}'}},
+            {"when": {"has_format": True, "last_role": "tool"}, "reply": {"content": '{"tool": "answer_directly"}'}},
             {"when": {"has_format": False}, "reply": {"content": "The system is fine."}},
         ]
     )
@@ -81,7 +81,7 @@ def test_ollama_format_carries_the_schema_and_the_chosen_tool_runs(ollama_api: s
 
 def test_the_schema_travels_through_the_queue_as_response_format(queued_openai_api: str, fake_openai: FakeOpenAI
                                                                  ) -> None:  # fmt: skip
-    fake_openai.script({"content": json.dumps(CALL)}, {"content": '{"decision": "answer"}'}, {"content": "Fine."})
+    fake_openai.script({"content": json.dumps(CALL)}, {"content": '{"tool": "answer_directly"}'}, {"content": "Fine."})
     resp = ask(queued_openai_api, "how is the system?")
     assert resp.status_code == 200, resp.text
     assert [c["outcome"] for c in resp.json()["local_agent"]["tool_calls"]] == ["ok"]

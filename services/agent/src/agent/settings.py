@@ -117,8 +117,9 @@ class Settings(BaseSettings):
     """how many ranked tools `TOOL_RETRIEVAL` offers per request"""
     tool_calling: Literal["native", "constrained"] = "native"
     """`native`: the tools go to the model server as `tools` and the model writes calls its own way;
-    `constrained`: each tool-deciding round asks for one JSON decision (answer, or one offered tool with arguments
-    valid for it) under a schema the server enforces while decoding — [tools.md](tools.md#constrained-tool-calling)"""
+    `constrained`: each tool-deciding round asks for one JSON decision (one offered tool with arguments valid for
+    it, or `answer_directly`) under a schema the server enforces while decoding —
+    [tools.md](tools.md#constrained-tool-calling)"""
     tool_decision: Literal["whole", "name_first"] = "whole"
     """with `TOOL_CALLING=constrained`: `whole`, one decision round under every offered tool's description and
     arguments; `name_first`, a round choosing among the tool names under one summary line per tool, then, for a

@@ -70,8 +70,8 @@ def test_a_run_for_one_mode_is_refused_against_an_agent_in_the_other() -> None:
         ("Bugün 12 para yatırma işlemi var.", True),
         ("Here is an example:\n```python\nprint([x for x in range(3)])\n```", True),
         ("42", True),  # a number is JSON too, and still an answer a person reads
-        ('{"decision": "answer"}', False),
-        ('Sure. {"decision": "call", "tool": "x", "arguments": {}}', False),
+        ('{"tool": "answer_directly"}', False),
+        ('Sure. {"tool": "answer_directly"}', False),
         ('```json\n{"name": "depozit_ozeti", "arguments": {}}\n```', False),
         ('{"deposits": 12, "total": 4500}\n\n---\nTools used: depozit_ozeti', False),
         ('```json\n[{"symbol": "EURUSD", "long": 12}]\n```', False),
@@ -96,7 +96,7 @@ def test_an_answer_is_plain_text_unless_it_is_json_a_decision_or_a_call(answer: 
 
 def test_plain_text_is_scored_beside_validity_and_compared() -> None:
     prose, as_json = record("a", [], []), record("b", [], [])
-    prose.answer, as_json.answer = "Hello.", '{"decision": "answer"}'
+    prose.answer, as_json.answer = "Hello.", '{"tool": "answer_directly"}'
     scores = decisions.score([prose, as_json, record("down", [], [], error="HTTP 503: down")])
     assert scores["plain_text"] == {"correct": 1, "total": 2, "rate": 0.5}  # a request not answered is not counted
     before, after = run_of([as_json], tool_calling="constrained"), run_of([prose], tool_calling="constrained")

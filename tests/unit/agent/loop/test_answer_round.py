@@ -19,8 +19,8 @@ from agent.settings import Settings
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend
 
 Q = [{"role": "user", "content": "how many accounts are long on EURUSD?"}]
-ANSWER = json.dumps({"decision": "answer"})
-CALL = json.dumps({"decision": "call", "tool": "pozisyon_dagilimi", "arguments": {"symbol": "EURUSD"}})
+ANSWER = json.dumps({"tool": "answer_directly"})
+CALL = json.dumps({"tool": "pozisyon_dagilimi", "arguments": {"symbol": "EURUSD"}})
 
 
 @pytest.fixture

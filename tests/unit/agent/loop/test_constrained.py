@@ -14,6 +14,7 @@ from agent.backends.openai_body import openai_body
 from agent.context import RequestContext
 from agent.errors import DependencyDown
 from agent.loop.constrained import (
+    ANSWER_DESCRIPTION,
     ARGUMENTS_LINE,
     CHOICE_LINE,
     DECISION_LINE,
@@ -31,11 +32,11 @@ from agent.toolspec import ToolSpec
 from tests.unit.agent.conftest import MemoryToolBox, ScriptedBackend
 
 Q = [{"role": "user", "content": "how many accounts are long on EURUSD?"}]
-ANSWER = json.dumps({"decision": "answer"})
+ANSWER = json.dumps({"tool": "answer_directly"})
 
 
 def call(tool: str, **arguments: Any) -> str:
-    return json.dumps({"decision": "call", "tool": tool, "arguments": arguments})
+    return json.dumps({"tool": tool, "arguments": arguments})
 
 
 @pytest.fixture
@@ -55,12 +56,12 @@ def name_first(constrained: Settings) -> Settings:
 
 
 def choose(tool: str) -> str:
-    return json.dumps({"decision": "call", "tool": tool})
+    return json.dumps({"tool": tool})
 
 
 def offered_tools(request: RoundRequest) -> set[str]:
     assert request.schema is not None
-    return {b["properties"]["tool"]["const"] for b in request.schema["anyOf"] if "tool" in b["properties"]}
+    return {b["properties"]["tool"]["const"] for b in request.schema["anyOf"] if "arguments" in b["properties"]}
 
 
 async def test_the_schema_names_exactly_the_permitted_tools(constrained: Settings) -> None:
@@ -72,6 +73,7 @@ async def test_the_schema_names_exactly_the_permitted_tools(constrained: Setting
     assert decision.tools is None  # the tools travel in the schema and the prompt, never as native `tools`
     system = decision.messages[0]["content"]
     assert DECISION_LINE in system and "### pozisyon_dagilimi" in system and "islem_hacmi" not in system
+    assert system.endswith(f"### answer_directly\n{ANSWER_DESCRIPTION}")  # answering, described like a tool
 
 
 async def test_a_chosen_tool_runs_then_answer_now_is_a_free_text_round_that_streams(constrained: Settings) -> None:
@@ -100,12 +102,14 @@ async def test_the_duplicate_guard_applies_to_constrained_calls(constrained: Set
 @pytest.mark.parametrize(
     "reply",
     [
-        '{"decision": "call", "tool": "pozisyon_dagilimi", "arguments": {"symbol": "EUR',  # cut off / not JSON
+        '{"tool": "pozisyon_dagilimi", "arguments": {"symbol": "EUR',  # cut off / not JSON
         "Sure, let me call pozisyon_dagilimi for you.",  # prose: the server ignored the schema
         call("islem_hacmi", symbol="EURUSD"),  # a real tool, but not one this caller was offered
         call("drop_table", symbol="x"),  # an invented tool
         call("pozisyon_dagilimi", symbol=5),  # arguments of the wrong type for that tool
-        json.dumps({"decision": "answer", "text": "12"}),  # a key the schema does not have
+        json.dumps({"tool": "answer_directly", "text": "12"}),  # a key the schema does not have
+        json.dumps({"tool": "answer_directly", "arguments": {}}),  # answering takes no arguments
+        json.dumps({"decision": "answer"}),  # the old form: no tool named first
     ],
 )
 async def test_a_reply_outside_the_schema_is_a_clear_error_and_runs_nothing(constrained: Settings, reply: str) -> None:
@@ -122,12 +126,16 @@ def test_each_branch_holds_one_tool_with_its_own_arguments() -> None:
     specs = MemoryToolBox().specs
     schema = decision_schema(specs)
     valid = jsonschema.Draft202012Validator(schema)
-    assert valid.is_valid({"decision": "call", "tool": "islem_hacmi", "arguments": {"symbol": "EURUSD"}})
-    assert not valid.is_valid({"decision": "call", "tool": "sistem_bilgisi", "arguments": {"symbol": 5}})
-    assert not valid.is_valid({"decision": "call", "tool": "islem_hacmi", "arguments": {}})  # required kept
-    assert valid.is_valid({"decision": "answer"})
+    assert valid.is_valid({"tool": "islem_hacmi", "arguments": {"symbol": "EURUSD"}})
+    assert not valid.is_valid({"tool": "sistem_bilgisi", "arguments": {"symbol": 5}})
+    assert not valid.is_valid({"tool": "islem_hacmi", "arguments": {}})  # required kept
+    assert valid.is_valid({"tool": "answer_directly"}) and not valid.is_valid(
+        {"tool": "answer_directly", "arguments": {}}
+    )
     # an unbounded string argument is bounded, so a rambling model is stopped by the grammar, not the token limit
-    assert not valid.is_valid({"decision": "call", "tool": "islem_hacmi", "arguments": {"symbol": "E" * 201}})
+    assert not valid.is_valid({"tool": "islem_hacmi", "arguments": {"symbol": "E" * 201}})
+    # the tool's name is the first property of every branch: a grammar writes it first, answering among the names
+    assert {next(iter(branch["properties"])) for branch in schema["anyOf"]} == {"tool"}
 
 
 def test_the_schema_travels_on_both_protocols_and_through_the_queue() -> None:
@@ -163,10 +171,11 @@ async def test_name_first_chooses_among_the_permitted_names_then_writes_that_too
     assert box.calls == [("pozisyon_dagilimi", {"symbol": "EURUSD"})]
     first, second = backend.requests[0], backend.requests[1]
     assert first.schema is not None and first.tools is None
-    names = [b["properties"]["tool"]["enum"] for b in first.schema["anyOf"] if "tool" in b["properties"]]
-    assert names == [["pozisyon_dagilimi", "sistem_bilgisi"]]  # only the caller's, and by name only
+    assert first.schema["properties"].keys() == {"tool"}  # by name only
+    assert first.schema["properties"]["tool"]["enum"] == ["pozisyon_dagilimi", "sistem_bilgisi", "answer_directly"]
     system = first.messages[0]["content"]
     assert CHOICE_LINE in system and "- pozisyon_dagilimi: positions" in system and "###" not in system
+    assert f"- answer_directly: {ANSWER_DESCRIPTION}" in system
     assert "islem_hacmi" not in system
     # the second round: that tool alone, whole, under its own input schema; the question is still there
     assert ARGUMENTS_LINE.format(name="pozisyon_dagilimi") in second.messages[0]["content"]
@@ -187,7 +196,7 @@ async def test_name_first_asks_no_arguments_of_a_tool_that_takes_none(name_first
     "replies",
     [
         [choose("islem_hacmi")],  # a real tool this caller was not offered
-        [json.dumps({"decision": "call", "tool": "pozisyon_dagilimi", "arguments": {"symbol": "X"}})],  # no args yet
+        [call("pozisyon_dagilimi", symbol="X")],  # no arguments yet
         [choose("pozisyon_dagilimi"), json.dumps({"symbol": 5})],  # arguments of the wrong type
         [choose("pozisyon_dagilimi"), json.dumps({"symbol": "EURUSD", "side": "long"})],  # one it does not take
         [choose("pozisyon_dagilimi"), '{"symbol": "EUR'],  # cut off

@@ -29,7 +29,7 @@ FENCED = "```json\n" + json.dumps(CALL) + "\n```"
         json.dumps(CALL),
         "  \n" + FENCED + "\n",
         "```\n" + json.dumps(CALL, indent=2) + "\n```",
-        json.dumps({"decision": "call", "tool": "pozisyon_dagilimi", "arguments": {"symbol": "EURUSD"}}),
+        json.dumps({"tool": "pozisyon_dagilimi", "arguments": {"symbol": "EURUSD"}}),
     ],
     ids=["fenced", "bare", "padded", "fence-without-label", "decision-written-out"],
 )
@@ -56,7 +56,7 @@ def test_a_tool_without_arguments_may_leave_them_out() -> None:
         FENCED + "\nThis returns the positions.",  # prose after it
         json.dumps(CALL) + json.dumps(CALL),  # two objects
         json.dumps({**CALL, "result": 12}),  # data the model wrote, not a call
-        json.dumps({"decision": "answer"}),
+        json.dumps({"tool": "answer_directly"}),  # a constrained "answer yourself" written out
         json.dumps([CALL]),
         "```python\nprint(1)\n```",
         '{"name": "pozisyon_dagilimi", "arguments": {"symbol": "EUR',  # cut off

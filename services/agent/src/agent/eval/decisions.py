@@ -31,7 +31,7 @@ CALL_AS_TEXT = re.compile(
     r"<tool_call>|\{\s*\"(?:name|tool|function)\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\""
 )
 MODES = ("native", "constrained")
-DECISION_AS_TEXT = re.compile(r"\{\s*\"decision\"\s*:")
+DECISION_AS_TEXT = re.compile(r"\{\s*\"tool\"\s*:")  # a constrained decision ({"tool": "answer_directly"}) written out
 FENCED = re.compile(r"```[A-Za-z]*[ \t]*\n(?P<body>.*?)\n?[ \t]*```", re.DOTALL)
 
 

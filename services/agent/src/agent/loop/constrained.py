@@ -1,19 +1,22 @@
 """Constrained tool calling (TOOL_CALLING=constrained): the model's decision asked through one JSON schema.
 
 A decision round sends no `tools`; it sends a JSON schema the model server enforces while decoding (Ollama's
-`format`, the OpenAI protocol's `response_format` json_schema), with one `anyOf` branch per offered tool:
+`format`, the OpenAI protocol's `response_format` json_schema), with one `anyOf` branch per offered tool and one
+for answering:
 
-    {"decision": "answer"}
-    {"decision": "call", "tool": "<a tool's name, as a const>", "arguments": {<that tool's own input schema>}}
+    {"tool": "<a tool's name, as a const>", "arguments": {<that tool's own input schema>}}
+    {"tool": "answer_directly"}
 
 so a name the caller may not use, or arguments of another tool, cannot be written at all. The tool descriptions
 reach the model as text in the system prompt (the chat template would put them there for `tools`; llama-server
 refuses to mix `tools` with a schema of our own). The chosen call goes through the loop's ordinary checks
-(authorization, schema, duplicates) as a native one would. "answer" is followed by one free-text round without
-schema or tools, which streams as usual, under its own prompt (agent.loop.prompt.answer_messages: the decision
-line, the catalogue and the history's calls left out, plain language asked for); a call it still writes as text is
-recognised (agent.loop.textcall). A reply that does not fit the schema means the server did not enforce it:
-InvalidDecision, and nothing runs.
+(authorization, schema, duplicates) as a native one would. The tool's name comes first, and answering is one
+more named choice, described in the catalogue like a tool: asked {"decision": "answer"|"call", ...} instead,
+Qwen2.5-Coder-1.5B answered every clock question itself with an invented time (docs/evaluation.md, "The decision
+asked tool first"). "answer_directly" is followed by one free-text round without schema or tools, which streams as
+usual, under its own prompt (agent.loop.prompt.answer_messages: the decision line, the catalogue and the history's
+calls left out, plain language asked for); a call it still writes as text is recognised (agent.loop.textcall). A
+reply that does not fit the schema means the server did not enforce it: InvalidDecision, and nothing runs.
 
 With TOOL_DECISION=name_first the decision takes two smaller rounds instead of one: the first chooses among the
 tool names (an `enum`) under a catalogue of one summary line per tool; the second, only when the chosen tool has
@@ -43,21 +46,30 @@ from agent.errors import DependencyDown, UpstreamError
 from agent.loop.events import Usage
 from agent.toolspec import ToolSpec
 
+# The "tool" that means "answer the user yourself", offered and described like a tool, so that answering is one
+# choice among the named ones (no tool may take this name: docs/tools.md).
+ANSWER = "answer_directly"
+ANSWER_DESCRIPTION = (
+    "Answer the user yourself, without a tool: greetings, general knowledge, translations, arithmetic on numbers "
+    "the user gives, writing or explaining text or code, what a term means.\n"
+    "Araçsız, kendin yanıtla: selamlaşma, genel bilgi, çeviri, kullanıcının verdiği sayılarla hesap, metin ya da kod "
+    "yazma, bir terimin anlamı."
+)
 # What the schema means, in both languages the agent serves (the extra prompt tokens: scripts/bench-constrained).
 DECISION_LINE = (
-    'Reply with one JSON object: {"decision": "answer"} to answer the user yourself, or '
-    '{"decision": "call", "tool": NAME, "arguments": {...}} to call one of the tools below.\n'
-    'Tek bir JSON nesnesiyle yanıt ver: kullanıcıyı kendin yanıtlamak için {"decision": "answer"}, '
-    'aşağıdaki araçlardan birini çağırmak için {"decision": "call", "tool": AD, "arguments": {...}}.'
+    f'Reply with one JSON object: {{"tool": NAME, "arguments": {{...}}}} to call one of the tools below, or '
+    f'{{"tool": "{ANSWER}"}} to answer the user yourself.\n'
+    "Tek bir JSON nesnesiyle yanıt ver: aşağıdaki araçlardan birini çağırmak için "
+    f'{{"tool": AD, "arguments": {{...}}}}, kullanıcıyı kendin yanıtlamak için {{"tool": "{ANSWER}"}}.'
 )
 # TOOL_DECISION=name_first: the first round names a tool (or answers), the second writes that tool's arguments.
 CHOICE_LINE = (
-    'Reply with one JSON object: {"decision": "answer"} to answer the user yourself, or '
-    '{"decision": "call", "tool": NAME} to call one of the tools below. You do not know the date, the time or '
-    "any of the company's figures: for those, call the tool whose line fits.\n"
-    'Tek bir JSON nesnesiyle yanıt ver: kullanıcıyı kendin yanıtlamak için {"decision": "answer"}, '
-    'aşağıdaki araçlardan birini çağırmak için {"decision": "call", "tool": AD}. Tarihi, saati ve şirketin '
-    "rakamlarını bilmiyorsun: bunlar için satırı uyan aracı çağır."
+    f'Reply with one JSON object: {{"tool": NAME}} to call one of the tools below, or {{"tool": "{ANSWER}"}} to '
+    "answer the user yourself. You do not know the date, the time or any of the company's figures: for those, call "
+    "the tool whose line fits.\n"
+    f'Tek bir JSON nesnesiyle yanıt ver: aşağıdaki araçlardan birini çağırmak için {{"tool": AD}}, kullanıcıyı '
+    f'kendin yanıtlamak için {{"tool": "{ANSWER}"}}. Tarihi, saati ve şirketin rakamlarını bilmiyorsun: bunlar için '
+    "satırı uyan aracı çağır."
 )
 ARGUMENTS_LINE = (
     "You call the tool {name} now. Reply with its arguments as one JSON object, taken from the user's question.\n"
@@ -106,26 +118,17 @@ def decision_schema(specs: list[ToolSpec]) -> dict[str, Any]:
     calls = [
         {
             "type": "object",
-            "properties": {
-                "decision": {"const": "call"},
-                "tool": {"const": spec.name},
-                "arguments": arguments_schema(spec),
-            },
-            "required": ["decision", "tool", "arguments"],
+            "properties": {"tool": {"const": spec.name}, "arguments": arguments_schema(spec)},
+            "required": ["tool", "arguments"],
             "additionalProperties": False,
         }
         for spec in specs
     ]
-    return {"anyOf": [_answer(), *calls]}
+    return {"anyOf": [*calls, _tool({"const": ANSWER})]}
 
 
-def _answer() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"decision": {"const": "answer"}},
-        "required": ["decision"],
-        "additionalProperties": False,
-    }
+def _tool(name: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": {"tool": name}, "required": ["tool"], "additionalProperties": False}
 
 
 def _argument_line(name: str, prop: dict[str, Any], required: bool) -> str:
@@ -147,18 +150,12 @@ def catalogue(specs: list[ToolSpec]) -> str:
 
 
 def system_prompt(base: str, specs: list[ToolSpec]) -> str:
-    return f"{base}\n\n{DECISION_LINE}\n\n{catalogue(specs)}"
+    return f"{base}\n\n{DECISION_LINE}\n\n{catalogue(specs)}\n### {ANSWER}\n{ANSWER_DESCRIPTION}"
 
 
 def choice_schema(specs: list[ToolSpec]) -> dict[str, Any]:
-    """The first round of a name-first decision: answer, or one of `specs` by name (no arguments yet)."""
-    call = {
-        "type": "object",
-        "properties": {"decision": {"const": "call"}, "tool": {"enum": [spec.name for spec in specs]}},
-        "required": ["decision", "tool"],
-        "additionalProperties": False,
-    }
-    return {"anyOf": [_answer(), call]}
+    """The first round of a name-first decision: one of `specs` by name (no arguments yet), or ANSWER."""
+    return _tool({"enum": [*(spec.name for spec in specs), ANSWER]})
 
 
 def summary(spec: ToolSpec) -> str:
@@ -171,7 +168,7 @@ def summary(spec: ToolSpec) -> str:
 
 def choice_prompt(base: str, specs: list[ToolSpec]) -> str:
     """The first round's system prompt: the choice line and one summary line per offered tool."""
-    tools = "\n".join(f"- {spec.name}: {summary(spec)}" for spec in specs)
+    tools = "\n".join([*(f"- {spec.name}: {summary(spec)}" for spec in specs), f"- {ANSWER}: {ANSWER_DESCRIPTION}"])
     return f"{base}\n\n{CHOICE_LINE}\n\nTools / Araçlar:\n{tools}"
 
 
@@ -194,7 +191,7 @@ def parse(text: str, schema: dict[str, Any], call_id: str, cut_off: bool) -> Too
             f"The model's decision does not fit the schema sent (does the server enforce it?): tool {tool!r}, "
             f"{problems[0].message[:200]}"
         )
-    if value["decision"] == "answer":
+    if value["tool"] == ANSWER:
         return None
     return ToolCall(call_id, value["tool"], dict(value.get("arguments", {})))  # none yet in a name-first choice
 

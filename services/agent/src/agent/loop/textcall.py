@@ -57,10 +57,10 @@ def parse_text_call(text: str, offered: list[ToolSpec], call_id: str) -> ToolCal
     if value is None:
         return None
     name = value.get("name", value.get("tool"))
-    arguments = value.get("arguments", {} if "decision" not in value else None)
-    if value.get("decision", "call") != "call" or not isinstance(name, str) or not isinstance(arguments, dict):
+    arguments = value.get("arguments", {})
+    if not isinstance(name, str) or not isinstance(arguments, dict):
         return None
-    if set(value) - {"name", "tool", "arguments", "decision"}:
+    if set(value) - {"name", "tool", "arguments"}:
         return None  # an object with other keys is data the model wrote, not a call
     spec = next((s for s in offered if s.name == name), None)
     if spec is None or spec.validation_error(arguments) is not None:
