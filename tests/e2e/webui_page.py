@@ -24,7 +24,8 @@ def page_text(page: WebDriver) -> str:
 def log_in(page: WebDriver, webui: str, email: str, password: str) -> None:
     """Through Open WebUI's sign-in form, as a person would; ends on the chat page."""
     page.get(f"{webui}/auth")
-    wait_for(page, lambda p: p.find_element(By.CSS_SELECTOR, "input[type=email]"), 90, "the sign-in form")
+    # 180 s: the first page of a session missed 90 s once, with two suites in their e2e layers on 2 cores
+    wait_for(page, lambda p: p.find_element(By.CSS_SELECTOR, "input[type=email]"), 180, "the sign-in form")
     page.find_element(By.CSS_SELECTOR, "input[type=email]").send_keys(email)
     page.find_element(By.CSS_SELECTOR, "input[type=password]").send_keys(password)
     page.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
