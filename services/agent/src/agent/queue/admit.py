@@ -19,12 +19,10 @@ declared in KEYS: fine on one Redis server, not on a cluster.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import NoScriptError
 
 from agent.backends.base import RoundRequest
 from agent.queue import keys, rq_adapter
@@ -75,7 +73,6 @@ for _, id in ipairs(tasks) do
 end
 return {1, depth + 1, #tasks, waiting, 0}
 """
-_ADMIT_SHA = hashlib.sha1(_ADMIT.encode()).hexdigest()
 _CANCEL_KEY_AROUND = keys.cancel_key("\n").split("\n")  # the flag's name before and after the job id
 
 
@@ -146,9 +143,8 @@ async def push(
     signer: RoundSigner,
     share: Share = Share(None, NO_LIMIT, 0),
 ) -> Admission:
-    """Save and admit the job: one EVALSHA (EVAL once per Redis start)."""
-    args = (
-        9,
+    """Save and admit the job: one EVALSHA (redis-py's Script loads the script again after a Redis restart)."""
+    script_keys = (
         *keys.RQ_USER_QUEUE_KEYS,
         keys.rq_queue_key(queue),
         keys.TASK_ROUNDS,
@@ -157,6 +153,8 @@ async def push(
         keys.RQ_QUEUES,
         share.key or keys.fair_key(""),
         keys.claim_key(spec.job_id),
+    )
+    args = (
         spec.job_id,
         limit,
         "1" if at_front else "0",
@@ -171,9 +169,6 @@ async def push(
         spec.claim_ttl,
         *job_fields(spec, queue, signer),
     )
-    try:
-        reply = await client.evalsha(_ADMIT_SHA, *args)
-    except NoScriptError:
-        reply = await client.eval(_ADMIT, *args)  # Redis caches it: the next EVALSHA finds it
+    reply = await client.register_script(_ADMIT)(script_keys, args)
     admitted, depth, preempted, waiting, over_share = reply
     return Admission(bool(admitted), int(depth), int(preempted), int(waiting), bool(over_share))
