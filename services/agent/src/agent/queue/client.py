@@ -30,7 +30,7 @@ from agent.context import RequestContext
 from agent.errors import DependencyDown, QueueTimeout
 from agent.metrics import QUEUE_WAIT, REJECTED
 from agent.queue import admit, keys
-from agent.queue.depth import DepthGauge, estimate_retry_after, refusal, share_refusal
+from agent.queue.depth import DepthGauge, estimate_retry_after, queue_timeout, refusal, share_refusal
 from agent.queue.guard import RoundSigner
 from agent.queue.keys import error_from
 from agent.queue.reader import RoundReader, WorkerHosts
@@ -269,10 +269,7 @@ class QueueBackend:
             raise QueueTimeout("the GPU stayed busy: the client task is answered without it")
         if rnd.phase is not Phase.RUNNING and waited > self.settings.queue_timeout_seconds:
             REJECTED.labels("queue_timeout").inc()
-            raise QueueTimeout(
-                f"The round waited {waited:.0f} s for the GPU worker, past QUEUE_TIMEOUT_SECONDS="
-                f"{self.settings.queue_timeout_seconds:g}: the GPU is busy, try again later"
-            )
+            raise queue_timeout(waited, self.settings.queue_timeout_seconds)
         if rnd.phase is not Phase.QUEUED:
             if now - last_seen > WORKER_LOST_AFTER:
                 raise WorkerLost(f"no heartbeat for {now - last_seen:.1f} s")

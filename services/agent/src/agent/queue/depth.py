@@ -1,4 +1,4 @@
-"""How full the GPU queue is, for the API: the QUEUE_DEPTH gauge, and the 429 of a refused round with its Retry-After.
+"""How full the GPU queue is: the QUEUE_DEPTH gauge, the 429 of a refused round with its Retry-After, the 503 of a wait.
 
 The gauge is set from each admission's reply (the depth Redis saw at that moment) and re-read from Redis a
 little after rounds enter or leave the queue. Concurrent admissions may resume out of order, so an admission's
@@ -16,7 +16,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from agent.errors import QueueFull, TaskRefused, UserShareFull
+from agent.errors import QueueFull, QueueTimeout, TaskRefused, UserShareFull
 from agent.metrics import QUEUE_DEPTH
 from agent.queue import keys
 
@@ -55,6 +55,14 @@ def share_refusal(per_user: int, wait: int) -> UserShareFull:
         f"You already have {per_user} questions waiting for or running on the model (MAX_ROUNDS_PER_USER={per_user}), "
         f"so others get their turn. Try again in about {wait} s, when one of yours has finished.",
         retry_after=wait,
+    )
+
+
+def queue_timeout(waited: float, limit: float) -> QueueTimeout:
+    """The 503 of a round that waited for the GPU past QUEUE_TIMEOUT_SECONDS (in the API or on the worker)."""
+    return QueueTimeout(
+        f"The round waited {waited:.0f} s for the GPU worker, past QUEUE_TIMEOUT_SECONDS={limit:g}: the GPU is busy, "
+        "try again later"
     )
 
 

@@ -37,8 +37,9 @@ from agent.backends.base import RoundDone, RoundRequest, event_to_dict
 from agent.backends.engine import direct_backend
 from agent.backends.ollama import OllamaBackend
 from agent.backends.stream import Trace
-from agent.errors import AgentError, DependencyDown, QueueTimeout, RoundIntruded, UpstreamError
+from agent.errors import AgentError, DependencyDown, RoundIntruded, UpstreamError
 from agent.metrics import GPU_BUSY, GPU_ROUNDS
+from agent.queue.depth import queue_timeout
 from agent.queue.keys import cancel_key, error_entry, events_key, gpu_slot_keys
 from agent.queue.writer import EventWriter, GpuLock, RoundControl
 from agent.redisconn import connection_options
@@ -145,12 +146,12 @@ async def _wait_for_slot(settings: Settings, lock: GpuLock, writer: EventWriter,
     them all), unless the API cancelled the round meanwhile; return the round's whole wait."""
     waited = time.time() - enqueued_at
     if waited > settings.queue_timeout_seconds:
-        raise QueueTimeout(_queue_timeout_message(settings, waited))
+        raise queue_timeout(waited, settings.queue_timeout_seconds)
     try:
         async with asyncio.timeout(settings.queue_timeout_seconds - waited):
             flag = await lock.acquire(cancel_key(writer.job_id))
     except TimeoutError as exc:
-        raise QueueTimeout(_queue_timeout_message(settings, time.time() - enqueued_at)) from exc
+        raise queue_timeout(time.time() - enqueued_at, settings.queue_timeout_seconds) from exc
     if flag:
         writer.on_cancel_flag(flag)
         await asyncio.sleep(0)  # the round's task is cancelled here: the model never hears of it
@@ -213,13 +214,6 @@ def _aborted(control: RoundControl, writer: EventWriter) -> dict[str, Any]:
     if error is not None:
         writer.put(error_entry(error))
     return {"outcome": control.reason or "aborted"}
-
-
-def _queue_timeout_message(settings: Settings, waited: float) -> str:
-    return (
-        f"The round waited {waited:.0f} s for the GPU, past QUEUE_TIMEOUT_SECONDS="
-        f"{settings.queue_timeout_seconds:g}: the GPU is busy, try again later"
-    )
 
 
 _runtime: list[Runtime] = []  # this process's, built by its slot process before RQ starts (or by the first round)
