@@ -23,6 +23,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -216,6 +217,11 @@ def _aborted(control: RoundControl, writer: EventWriter) -> dict[str, Any]:
     return {"outcome": control.reason or "aborted"}
 
 
+def worker_id(settings: Settings) -> str:
+    """Unique per process, so a restart never waits for a dead worker's name to expire (RQ's --name trap)."""
+    return f"{settings.gpu_id}.{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:6]}"
+
+
 _runtime: list[Runtime] = []  # this process's, built by its slot process before RQ starts (or by the first round)
 
 
@@ -238,6 +244,7 @@ def start_runtime(settings: Settings, worker_id: str) -> Runtime:
         return Runtime(settings, worker_id, loop, redis, direct_backend(settings))
 
     rt = asyncio.run_coroutine_threadsafe(build(), loop).result()
+    _generating(rt, 0)  # this process's GPU gauges start at 0
     _runtime[:] = [rt]
     return rt
 
@@ -261,7 +268,7 @@ def run_round(request: dict[str, Any], enqueued_at: float, job_id: str) -> dict[
     shutdown) aborts the round, which writes its error and frees its slot before the exception goes on to RQ."""
     if not _runtime:  # a plain `rq worker` on these queues: its rounds still take the backend's slots
         settings = get_settings()
-        start_runtime(settings, f"{settings.gpu_id}.{socket.gethostname()}.{os.getpid()}")
+        start_runtime(settings, worker_id(settings))
     rt = _runtime[0]
     future = asyncio.run_coroutine_threadsafe(execute_round(rt, job_id, request, enqueued_at), rt.loop)
     try:

@@ -22,12 +22,10 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +44,7 @@ from agent import cli
 from agent.backends.engine import engine_status
 from agent.backends.models import has_model
 from agent.backends.ollama import pull_hint, warm_up
-from agent.metrics import GPU_BUSY, GPU_ROUNDS, MODEL_PRESENT, MODEL_UP, OLLAMA_UP
+from agent.metrics import MODEL_PRESENT, MODEL_UP, OLLAMA_UP
 from agent.queue import jobs, keys, rq_adapter
 from agent.queue.guard import RoundVerifier
 from agent.redisconn import connection_options, fix_hint, redacted
@@ -271,8 +269,6 @@ def slot_work(name: str, parent: int, burst: bool) -> int:
     except ValueError as exc:
         raise cli.UsageError(str(exc)) from exc
     conn = connect(settings)
-    GPU_BUSY.labels(settings.gpu_id).set(0)
-    GPU_ROUNDS.labels(settings.gpu_id).set(0)
     rt = jobs.start_runtime(settings, name)
     worker = rq_adapter.round_worker(conn, name, verifier, settings.worker_host())
     try:
@@ -281,11 +277,6 @@ def slot_work(name: str, parent: int, burst: bool) -> int:
         jobs.stop_runtime(rt)
         conn.close()
     return 0
-
-
-def worker_id(settings: Settings) -> str:
-    """Unique per process, so a restart never waits for a dead worker's name to expire (RQ's --name trap)."""
-    return f"{settings.gpu_id}.{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:6]}"
 
 
 def serve_metrics(settings: Settings, metrics_dir: str) -> None:
@@ -337,7 +328,7 @@ def work(burst: bool) -> int:
     metrics_dir = tempfile.mkdtemp(prefix="agent-worker-metrics-")
     try:
         serve_metrics(settings, metrics_dir)
-        wid = worker_id(settings)
+        wid = jobs.worker_id(settings)
         slots = SlotProcesses(wid, settings.worker_slots, burst, metrics_dir)
         log.info(
             "worker_started",
