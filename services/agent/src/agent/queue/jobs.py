@@ -225,7 +225,7 @@ def worker_id(settings: Settings) -> str:
 _runtime: list[Runtime] = []  # this process's, built by its slot process before RQ starts (or by the first round)
 
 
-def start_runtime(settings: Settings, worker_id: str) -> Runtime:
+def start_runtime(settings: Settings, name: str) -> Runtime:
     """Start the event-loop thread and build the clients on it. The loop is uvloop's: a round is a chain of
     socket reads and writes and callbacks on it, and with uvloop the gap between two generations measured
     4.4-4.6 ms against 4.7-5.1 ms (three interleaved pairs)."""
@@ -241,7 +241,7 @@ def start_runtime(settings: Settings, worker_id: str) -> Runtime:
             socket_connect_timeout=2,
             retry=AsyncRetry(ExponentialBackoff(cap=0.2, base=0.05), 1),
         )
-        return Runtime(settings, worker_id, loop, redis, direct_backend(settings))
+        return Runtime(settings, name, loop, redis, direct_backend(settings))
 
     rt = asyncio.run_coroutine_threadsafe(build(), loop).result()
     _generating(rt, 0)  # this process's GPU gauges start at 0
