@@ -47,7 +47,11 @@ def test_a_new_tool_needs_its_function_and_its_policy_lines_only(tmp_path: Path)
         "EXTRA_TOOLS_POLICY": str(tmp_path / "policy.yaml"),
         "PYTHONPATH": str(REPO),
     }
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "tests.support.extra_tool", "-p", "no:cacheprovider", *CHECKED]
+    # Its own --basetemp: a second pytest on the shared /tmp/pytest-of-<user> root prunes the numbered dirs of any
+    # other run on the machine at its end, and a directory another run is still filling fails it (seen with two
+    # `make test` in parallel: "(rm_rf) error removing … garbage-…", a warning this suite turns into an error).
+    inner = ["-p", "tests.support.extra_tool", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "inner")]
+    cmd = [sys.executable, "-m", "pytest", "-q", *inner, *CHECKED]
     run = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert " bonus_ozeti" in run.stdout.split("registered tools:")[1]  # the checks ran with the new tool
